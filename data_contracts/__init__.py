@@ -1,0 +1,183 @@
+"""Data contracts: run an artifact's Great Expectations suite and decide stop / quarantine / pass.
+
+`check_contract(name, df, related)` is called by the store on every write. The suites are in
+`suites.py`; this module only runs them and turns GX's result into a decision and a message a
+person can act on (the artifact, each failed expectation, example rows).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_ROWS = 3
+
+
+class ContractViolation(Exception):
+    """An artifact broke a `stop` rule of its contract; nothing downstream may run."""
+
+    def __init__(self, artifact: str, message: str, failures: list[dict]):
+        super().__init__(message)
+        self.artifact = artifact
+        self.failures = failures
+
+
+@dataclass
+class ContractOutcome:
+    artifact: str
+    validation: dict[str, Any]
+    clean: pd.DataFrame
+    quarantined: pd.DataFrame | None
+    stop_failures: list[dict] = field(default_factory=list)
+    quarantine_failures: list[dict] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.stop_failures
+
+    def message(self) -> str:
+        n = self.validation["statistics"]["evaluated_expectations"]
+        lines = [
+            f"data contract of artifact {self.artifact!r} failed: "
+            f"{len(self.stop_failures)} of {n} expectations broken (nothing downstream was written)"
+        ]
+        for f in self.stop_failures:
+            lines.append(f"  - {f['expectation']}: {f['summary']}")
+            if f.get("examples"):
+                lines.extend("      " + row for row in f["examples"].splitlines())
+        return "\n".join(lines)
+
+    def raise_if_stopped(self) -> None:
+        if self.stop_failures:
+            raise ContractViolation(self.artifact, self.message(), self.stop_failures)
+
+    def markdown(self) -> str:
+        status = "passed" if self.passed else "FAILED"
+        stats = self.validation["statistics"]
+        md = [
+            f"### Data contract `{self.artifact}`: {status}",
+            f"{stats['successful_expectations']} of {stats['evaluated_expectations']} expectations met; "
+            f"{self.validation['rows']} rows, {self.validation['quarantined_rows']} quarantined.",
+            "",
+            "| expectation | on fail | result |",
+            "|---|---|---|",
+        ]
+        for r in self.validation["results"]:
+            md.append(f"| `{r['expectation']}` | {r['on_fail']} | {'ok' if r['success'] else r['summary']} |")
+        return "\n".join(md)
+
+    def publish(self) -> None:
+        """Show the result on the Prefect flow run, when there is one."""
+        from prefect.artifacts import create_markdown_artifact
+        from prefect.context import FlowRunContext, TaskRunContext
+
+        if FlowRunContext.get() is None and TaskRunContext.get() is None:
+            return
+        key = "contract-" + re.sub(r"[^a-z0-9-]+", "-", self.artifact.lower())
+        create_markdown_artifact(markdown=self.markdown(), key=key, description=f"data contract of {self.artifact}")
+
+
+@cache
+def _batch_definition(artifact: str):
+    """One ephemeral GX context for the process (no files, no network); one asset per artifact."""
+    source = _context().data_sources.add_or_update_pandas("judgeops")
+    asset = source.add_dataframe_asset(name=artifact)
+    return asset.add_batch_definition_whole_dataframe("whole")
+
+
+@cache
+def _context():
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+def _describe(cfg) -> str:
+    kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id",)}
+    if "value_set" in kwargs and len(kwargs["value_set"]) > 8:
+        kwargs["value_set"] = f"<{len(kwargs['value_set'])} values>"
+    args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+    return f"{cfg.type}({args})"
+
+
+def check_contract(artifact: str, df: pd.DataFrame, related: Mapping[str, pd.DataFrame] | None = None) -> ContractOutcome:
+    """Validate `df` against the suite of `artifact`; return the clean rows, the quarantined rows and the result."""
+    from judgeops.data_contracts.suites import SUITES
+
+    if artifact not in SUITES:
+        raise KeyError(f"no data contract for artifact {artifact!r}; known: {sorted(SUITES)}")
+    import great_expectations as gx
+
+    df = df.reset_index(drop=True)
+    suite = gx.ExpectationSuite(name=artifact, expectations=SUITES[artifact](related or {}))
+    batch = _batch_definition(artifact).get_batch(batch_parameters={"dataframe": df})
+    result = batch.validate(suite, result_format="COMPLETE")
+
+    results, stop, quarantine = [], [], []
+    bad_rows: dict[int, list[str]] = {}
+    for r in result.results:
+        cfg = r.expectation_config
+        on_fail = (cfg.meta or {}).get("on_fail", "stop")
+        info = r.result or {}
+        entry = {"expectation": _describe(cfg), "on_fail": on_fail, "success": bool(r.success), "summary": "ok"}
+        if r.exception_info and r.exception_info.get("raised_exception"):
+            entry.update(success=False, summary=f"could not run: {r.exception_info.get('exception_message')}")
+            on_fail = entry["on_fail"] = "stop"
+        elif not r.success:
+            indices = list(info.get("unexpected_index_list") or [])
+            if indices:
+                values = list(info.get("partial_unexpected_list") or [])[:EXAMPLE_ROWS]
+                entry["summary"] = f"{info.get('unexpected_count', len(indices))} of {len(df)} rows unexpected, e.g. values {values}"
+                entry["row_indices"] = [int(i) for i in indices]
+                entry["examples"] = df.iloc[indices[:EXAMPLE_ROWS]].to_string(max_colwidth=40)
+            else:
+                entry["summary"] = f"observed {info.get('observed_value', info)}"
+        results.append(entry)
+        if not entry["success"]:
+            if on_fail == "quarantine" and entry.get("row_indices"):
+                quarantine.append(entry)
+                for i in entry["row_indices"]:
+                    bad_rows.setdefault(i, []).append(entry["expectation"])
+            else:
+                stop.append(entry)
+
+    quarantined = None
+    clean = df
+    if bad_rows and not stop:
+        idx = sorted(bad_rows)
+        quarantined = df.iloc[idx].copy()
+        quarantined["quarantine_row"] = idx
+        quarantined["quarantine_rule"] = ["; ".join(bad_rows[i]) for i in idx]
+        quarantined["quarantine_reason"] = [
+            f"row {i} of {artifact} broke {len(bad_rows[i])} row-level rule(s): " + "; ".join(bad_rows[i]) for i in idx
+        ]
+        clean = df.drop(index=idx).reset_index(drop=True)
+        log.warning("contract %s: %d rows quarantined to %s__quarantine", artifact, len(idx), artifact)
+
+    stats = result.statistics
+    validation = {
+        "artifact": artifact,
+        "success": not stop,
+        "rows": len(df),
+        "quarantined_rows": 0 if quarantined is None else len(quarantined),
+        "statistics": {
+            "evaluated_expectations": int(stats["evaluated_expectations"]),
+            "successful_expectations": int(stats["successful_expectations"]),
+        },
+        "results": [{k: v for k, v in e.items() if k != "row_indices"} for e in results],
+    }
+    return ContractOutcome(artifact, validation, clean, quarantined, stop, quarantine)

@@ -1,0 +1,189 @@
+"""One Great Expectations suite per artifact.
+
+Every expectation carries `meta={"on_fail": ...}`:
+- "stop": the artifact is wrong as a whole (a bug upstream, a broken key, a probability outside
+  [0, 1]); the flow stops and nothing downstream is written.
+- "quarantine": a row-level defect of the input (an empty question, an unknown domain); the row is
+  moved to `<artifact>__quarantine` with the reason and the rest goes on.
+
+Referential rules (every variant's pair_id exists, ...) read the parent artifact from `related`;
+they are skipped, and say so, when the parent is not at hand.
+
+This module imports great_expectations (6-7 s): import it only from `check_contract`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import pandas as pd
+from great_expectations import expectations as gxe
+from judgeops.schemas.artifacts import DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS, VERDICTS
+
+STOP = {"on_fail": "stop"}
+QUARANTINE = {"on_fail": "quarantine"}
+
+Suite = list[gxe.Expectation]
+
+
+def _keys(*columns: str) -> Suite:
+    if len(columns) == 1:
+        return [
+            gxe.ExpectColumnValuesToNotBeNull(column=columns[0], meta=STOP),
+            gxe.ExpectColumnValuesToBeUnique(column=columns[0], meta=STOP),
+        ]
+    return [gxe.ExpectCompoundColumnsToBeUnique(column_list=list(columns), meta=STOP)] + [
+        gxe.ExpectColumnValuesToNotBeNull(column=c, meta=STOP) for c in columns
+    ]
+
+
+def _non_empty() -> Suite:
+    return [gxe.ExpectTableRowCountToBeBetween(min_value=1, meta=STOP)]
+
+
+def _in(column: str, values, meta=STOP) -> gxe.Expectation:
+    return gxe.ExpectColumnValuesToBeInSet(column=column, value_set=sorted(values), meta=meta)
+
+
+def _probability(column: str) -> gxe.Expectation:
+    return gxe.ExpectColumnValuesToBeBetween(column=column, min_value=0.0, max_value=1.0, meta=STOP)
+
+
+def _references(column: str, parent: str, parent_column: str, related: Mapping[str, pd.DataFrame]) -> Suite:
+    if parent not in related:
+        return []
+    values = related[parent][parent_column].dropna().unique().tolist()
+    return [
+        gxe.ExpectColumnValuesToBeInSet(
+            column=column, value_set=values, meta={**STOP, "rule": f"{column} references {parent}.{parent_column}"}
+        )
+    ]
+
+
+def items_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_non_empty(),
+        *_keys("item_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="source", meta=STOP),
+        gxe.ExpectColumnValuesToNotBeNull(column="question", meta=QUARANTINE),
+        gxe.ExpectColumnValueLengthsToBeBetween(column="question", min_value=1, meta=QUARANTINE),
+        gxe.ExpectColumnValuesToNotBeNull(column="gold", meta=QUARANTINE),
+        gxe.ExpectColumnValueLengthsToBeBetween(column="gold", min_value=1, meta=QUARANTINE),
+        _in("domain", DOMAINS, QUARANTINE),
+    ]
+
+
+def pairs_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_non_empty(),
+        *_keys("pair_id"),
+        *_references("item_id", "items", "item_id", related),
+        _in("error_type", ERROR_TYPES),
+        _in("domain", DOMAINS),
+        gxe.ExpectColumnValuesToNotBeNull(column="answer_correct", meta=STOP),
+        gxe.ExpectColumnValuesToNotBeNull(column="answer_flawed", meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="edit_start", min_value=0, meta=STOP),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="edit_end", column_B="edit_start", or_equal=True, meta=STOP
+        ),
+        _probability("subtlety"),
+    ]
+
+
+def construction_log_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("item_id", "error_type"),
+        *_references("item_id", "items", "item_id", related),
+        _in("error_type", ERROR_TYPES),
+        _in("status", {"accepted", "skipped", "rejected"}),
+    ]
+
+
+def variants_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_non_empty(),
+        *_keys("variant_id"),
+        *_references("pair_id", "pairs", "pair_id", related),
+        _in("presentation", PRESENTATIONS),
+        _in("order", ORDERS),
+        _in("gold_position", {"A", "B"}),
+        gxe.ExpectColumnValuesToNotBeNull(column="text_a", meta=STOP),
+        gxe.ExpectColumnValuesToNotBeNull(column="text_b", meta=STOP),
+    ]
+
+
+def responses_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("response_id"),
+        *_references("item_id", "items", "item_id", related),
+        gxe.ExpectColumnValuesToNotBeNull(column="text", meta=QUARANTINE),
+    ]
+
+
+def verdicts_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_non_empty(),
+        *_keys("call_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="judge_id", meta=STOP),
+        *_references("variant_id", "variants", "variant_id", related),
+        _in("verdict", VERDICTS),
+        _probability("p_first"),
+        gxe.ExpectColumnValuesToBeBetween(column="latency_ms", min_value=0, meta=STOP),
+    ]
+
+
+def coverage_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("judge_id"),
+        _probability("coverage"),
+        *[
+            gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta=STOP)
+            for c in ("n_expected", "n_answered", "n_tie", "n_unparsable", "n_error")
+        ],
+    ]
+
+
+def consensus_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("unit_id", "method"),
+        gxe.ExpectColumnValuesToNotBeNull(column="label", meta=STOP),
+        _probability("posterior"),
+        gxe.ExpectColumnValuesToBeBetween(column="score", min_value=-1.0, max_value=1.0, meta=STOP),
+    ]
+
+
+def profiles_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_non_empty(),
+        *_keys("judge_id", "benchmark", "condition"),
+        _probability("estimate"),
+        _probability("ci_low"),
+        _probability("ci_high"),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="estimate", column_B="ci_low", or_equal=True, meta=STOP),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="estimate", or_equal=True, meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
+        _in("evidence", {"direct", "approx", "augmented"}),
+    ]
+
+
+def calibration_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("week", "judge_id", "estimator"),
+        _probability("fpr"),
+        _probability("fnr"),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
+    ]
+
+
+SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
+    "items": items_suite,
+    "pairs": pairs_suite,
+    "construction_log": construction_log_suite,
+    "variants": variants_suite,
+    "responses": responses_suite,
+    "verdicts": verdicts_suite,
+    "coverage": coverage_suite,
+    "consensus": consensus_suite,
+    "profiles": profiles_suite,
+    "calibration": calibration_suite,
+}

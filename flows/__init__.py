@@ -1,0 +1,1 @@
+"""Prefect flows: wiring, parameters and schedules only; the logic lives in judgeops.tasks."""

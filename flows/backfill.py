@@ -1,0 +1,70 @@
+"""Backfill: one evaluation per week, in order, through the deployment (open-source Prefect has no backfill).
+
+Weeks that already have a completed run of the deployment (same `as_of`) are skipped, so a
+backfill can be rerun after a failure and only does what is missing. It stops at the first week
+that does not complete: later weeks build on earlier ones (the calibration chain).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from judgeops.tasks.stages import logger
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    DeploymentFilter,
+    DeploymentFilterId,
+    FlowRunFilter,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
+from prefect.client.schemas.objects import StateType
+from prefect.deployments import run_deployment
+
+DEFAULT_DEPLOYMENT = "evaluate/evaluate-weekly"
+
+
+def weekly_dates(start: dt.date, end: dt.date) -> list[dt.date]:
+    """start, start + 7 days, ... up to and including end."""
+    if end < start:
+        raise ValueError(f"backfill: --end {end} is before --start {start}")
+    return [start + dt.timedelta(weeks=k) for k in range((end - start).days // 7 + 1)]
+
+
+def completed_weeks(deployment: str) -> set[str]:
+    """The `as_of` values (ISO dates) of this deployment's completed flow runs."""
+    with get_client(sync_client=True) as client:
+        dep = client.read_deployment_by_name(deployment)
+        runs = client.read_flow_runs(
+            deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id])),
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.COMPLETED]))
+            ),
+        )
+    return {str(r.parameters.get("as_of")) for r in runs if r.parameters.get("as_of")}
+
+
+@flow(name="backfill", flow_run_name="backfill-{start}-to-{end}")
+def backfill(
+    start: dt.date, end: dt.date, deployment: str = DEFAULT_DEPLOYMENT, timeout_s: float = 3600
+) -> dict[str, str]:
+    """Run `deployment` once per week from `start` to `end`, in order, waiting for each run."""
+    log = logger()
+    done = completed_weeks(deployment)
+    outcome: dict[str, str] = {}
+    for week in weekly_dates(start, end):
+        key = week.isoformat()
+        if key in done:
+            log.info("backfill: week %s already completed, skipped", key)
+            outcome[key] = "skipped"
+            continue
+        log.info("backfill: week %s → %s", key, deployment)
+        run = run_deployment(deployment, parameters={"as_of": key}, timeout=timeout_s, flow_run_name=f"evaluate-{key}")
+        state = run.state
+        if state is None or not state.is_completed():
+            name = state.name if state else "unknown"
+            hint = " (no worker picked it up? start one with `judgeops server`)" if name in ("Scheduled", "Pending") else ""
+            raise RuntimeError(f"backfill: week {key} ended in state {name}{hint}; later weeks were not run")
+        outcome[key] = "completed"
+    return outcome

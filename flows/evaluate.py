@@ -1,0 +1,92 @@
+"""The evaluate flow: ingest → construct → judge → validate → aggregate → profile → report.
+
+Each stage is one task over whole tables (batched inside), reading and writing through the
+artifact store; a stage whose code, parameters and inputs are unchanged reuses an earlier run's
+output. Deployed from `deploy/prefect.yaml` (entrypoint `flows/evaluate.py:evaluate`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from judgeops.schemas.store import ArtifactStore, new_run_id
+from judgeops.tasks.stages import (
+    aggregate_stage,
+    construct_stage,
+    ingest_stage,
+    judge_stage,
+    logger,
+    profile_stage,
+    report_stage,
+    validate_stage,
+)
+from prefect import flow, runtime
+from pydantic import BaseModel
+
+from judgeops.config import EvaluateConfig, load_config
+
+
+class EvaluateResult(BaseModel):
+    run_id: str
+    as_of: dt.date
+    store_url: str
+    report: str
+
+
+def _as_of(as_of: dt.date | None) -> dt.date:
+    """The evaluated date: as given, else the scheduled start of this flow run, else today."""
+    if as_of is not None:
+        return as_of
+    scheduled = runtime.flow_run.scheduled_start_time
+    return scheduled.date() if scheduled else dt.date.today()
+
+
+def _run_name() -> str:
+    as_of = runtime.flow_run.parameters.get("as_of")
+    return f"evaluate-{as_of or _as_of(None)}"
+
+
+@flow(name="evaluate", flow_run_name=_run_name, log_prints=True)
+def evaluate(
+    config: EvaluateConfig | None = None,
+    as_of: dt.date | None = None,
+    config_file: str | None = None,
+    reuse: bool = True,
+) -> EvaluateResult:
+    """Evaluate the configured judge panel on judgerEva pairs built from the configured sources.
+
+    config: the full configuration (the embedded default when omitted).
+    as_of: the date evaluated (default: the scheduled start of the run, else today).
+    config_file: a judgeops.yaml to load on the worker when `config` is not given.
+    reuse: reuse stage outputs whose code, parameters and inputs are unchanged.
+    """
+    if config is None:
+        config = load_config(config_file) if config_file else EvaluateConfig()
+    as_of = _as_of(as_of)
+    store = ArtifactStore(config.store.url, new_run_id(as_of))
+    record = {"flow": "evaluate", "as_of": as_of.isoformat(), "config": config.model_dump(mode="json"),
+              "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    store.write_run_record({**record, "status": "running"})
+    logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
+    try:
+        items = ingest_stage(store, config.sources, reuse)
+        built = construct_stage(store, items, config.construction, reuse)
+        verdicts = judge_stage(store, {**items, **built}, config.judges, config.batch_size, reuse)
+        coverage = validate_stage(store, {**verdicts, "variants": built["variants"]}, config.judges, reuse)
+        consensus = aggregate_stage(store, {**verdicts, "variants": built["variants"]}, config.aggregation, reuse)
+        profiles = profile_stage(
+            store, {**verdicts, **consensus, "variants": built["variants"], "pairs": built["pairs"]},
+            config.profile, reuse,
+        )
+        report = report_stage(
+            store,
+            {**profiles, **coverage, "pairs": built["pairs"], "construction_log": built["construction_log"]},
+            title=f"judgeops evaluation, {as_of.isoformat()}",
+        )
+    except BaseException as exc:
+        store.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+        raise
+    report_path = store.display_path(report.path)
+    store.write_run_record({**record, "status": "completed", "report": report_path})
+    print(f"report: {report_path}")
+    return EvaluateResult(run_id=store.run_id, as_of=as_of, store_url=config.store.url, report=report_path)

@@ -1,0 +1,284 @@
+"""The `judgeops` command line: run, report, store ls/show, config, deploy, server, backfill."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# Offline-friendly Prefect defaults (a user's own settings win): no telemetry, and enough time for
+# the ephemeral API's first database set-up (~30 s on 2 cores).
+for _key, _value in {
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "GX_ANALYTICS_ENABLED": "false",
+}.items():
+    os.environ.setdefault(_key, _value)
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from judgeops.config import ConfigError, dump_config, load_config  # noqa: E402
+
+console = Console()
+err = Console(stderr=True)
+POOL = "judgeops-process"
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
+
+
+def _store(args):
+    from judgeops.schemas.store import ArtifactStore
+
+    url = args.store or load_config(args.config).store.url
+    return ArtifactStore(url)
+
+
+def cmd_run(args) -> int:
+    config = load_config(args.config)
+    if args.store:
+        config.store.url = args.store
+    from judgeops.data_contracts import ContractViolation
+    from judgeops.flows.evaluate import evaluate
+
+    started = time.perf_counter()
+    try:
+        result = evaluate(config=config, as_of=args.as_of, reuse=not args.no_reuse)
+    except ContractViolation as exc:
+        err.print(f"[red]judgeops run stopped:[/red] {exc}", markup=True, highlight=False)
+        return 1
+    print(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
+    print(f"artifacts: {Path(result.report).parent}")
+    print(f"report: {result.report}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from judgeops.schemas.store import ArtifactStore
+    from judgeops.tasks import report as report_module
+
+    base = _store(args)
+    run_id = args.run or base.latest_run_id()
+    store = ArtifactStore(base.url, run_id)
+    names = ["profiles", "coverage", "pairs", "construction_log"]
+    tables = {n: store.read_pandas(n) for n in names}
+    record = store.run_record()
+    html = report_module.render_report(
+        tables, run_id=run_id, title=f"judgeops evaluation, {record.get('as_of', '')}", artifacts=store.list_artifacts()
+    )
+    ref = store.write_file("report.html", html.encode(), parents={n: store.ref(n) for n in names})
+    print(f"report: {store.display_path(ref.path)}")
+    return 0
+
+
+def _age(iso: str) -> str:
+    seconds = (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(iso)).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def cmd_store_ls(args) -> int:
+    store = _store(args)
+    runs = store.list_runs()
+    if not runs:
+        console.print(f"no runs in store {store.url}")
+        return 0
+    if not args.run and not args.all:
+        table = Table(title=f"runs in {store.url}")
+        for col in ("run_id", "as_of", "status", "started", "artifacts"):
+            table.add_column(col)
+        for r in runs:
+            table.add_row(r["run_id"], r.get("as_of", ""), r.get("status", ""), r.get("started_at", ""),
+                          str(len(store.list_artifacts(r["run_id"]))))
+        console.print(table)
+        console.print("`judgeops store ls --run RUN_ID` (or --all) lists a run's artifacts.")
+        return 0
+    for r in runs if args.all else [store.run_record(args.run)]:
+        table = Table(title=f"run {r['run_id']} ({r.get('status', '')})")
+        for col in ("artifact", "rows", "sha256", "age", "from run"):
+            table.add_column(col)
+        for m in store.list_artifacts(r["run_id"]):
+            table.add_row(m["name"], str(m["rows"]), m["sha256"][:16], _age(m["created_at"]),
+                          m.get("reused_from", "this run"))
+        console.print(table)
+    return 0
+
+
+def cmd_store_show(args) -> int:
+    from judgeops.schemas.store import ArtifactStore
+
+    base = _store(args)
+    store = ArtifactStore(base.url, args.run or base.latest_run_id(status=None))
+    manifest = store.manifest(args.name)
+    console.print_json(data=manifest)
+    if manifest.get("kind") == "table":
+        df = store.read_pandas(args.name)
+        with_pd_options = df.head(args.rows).to_string(max_colwidth=60)
+        console.print(with_pd_options, highlight=False)
+    return 0
+
+
+def cmd_config(args) -> int:
+    sys.stdout.write(dump_config(load_config(args.config)))
+    return 0
+
+
+def project_root() -> Path:
+    """The checkout holding deploy/prefect.yaml and flows/ (deployments run from source)."""
+    import judgeops.flows
+
+    for candidate in (Path.cwd(), Path(judgeops.flows.__file__).resolve().parent.parent):
+        if (candidate / "deploy" / "prefect.yaml").exists() and (candidate / "flows" / "evaluate.py").exists():
+            return candidate
+    raise SystemExit("judgeops deploy needs the project checkout (deploy/prefect.yaml): run it from there")
+
+
+def _require_api() -> str:
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise SystemExit(
+            "this command talks to a Prefect server: start one with `judgeops server` and "
+            "`export PREFECT_API_URL=http://127.0.0.1:4200/api`"
+        )
+    return url
+
+
+def cmd_deploy(args) -> int:
+    _require_api()
+    root = project_root()
+    _ensure_pool()
+    cmd = ["prefect", "--no-prompt", "deploy", "--all", "--prefect-file", str(root / "deploy" / "prefect.yaml")]
+    return subprocess.call(cmd, cwd=root)
+
+
+def _ensure_pool() -> None:
+    exists = subprocess.run(["prefect", "work-pool", "inspect", POOL], capture_output=True).returncode == 0
+    if not exists:
+        subprocess.run(["prefect", "work-pool", "create", POOL, "--type", "process"], check=True, capture_output=True)
+
+
+def cmd_server(args) -> int:
+    """A local Prefect server (UI + API) and a process worker, until Ctrl-C."""
+    import httpx
+
+    api = f"http://127.0.0.1:{args.port}/api"
+    env = {**os.environ, "PREFECT_API_URL": api}
+    server = subprocess.Popen(["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(args.port)], env=env)
+    worker = None
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.time() > deadline:
+                err.print("the Prefect server did not start; see its log above")
+                return 1
+            time.sleep(1)
+        os.environ["PREFECT_API_URL"] = api
+        _ensure_pool()
+        worker = subprocess.Popen(["prefect", "worker", "start", "--pool", POOL], env=env)
+        console.print(f"Prefect UI: http://127.0.0.1:{args.port}   worker: pool {POOL}")
+        console.print(f"In another shell: export PREFECT_API_URL={api}; judgeops deploy; judgeops backfill --start ... --end ...")
+        while server.poll() is None and worker.poll() is None:
+            time.sleep(1)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for proc in (worker, server):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def cmd_backfill(args) -> int:
+    _require_api()
+    from judgeops.flows.backfill import backfill
+
+    outcome = backfill(start=args.start, end=args.end, deployment=args.deployment, timeout_s=args.timeout)
+    for week, status in outcome.items():
+        console.print(f"{week}: {status}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="judgeops", description="How far to trust your LLM judges.")
+    p.add_argument("--config", help="judgeops.yaml (default: ./judgeops.yaml if present, else the embedded default)")
+    p.add_argument("--store", help="artifact store URL (overrides store.url of the config)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the evaluate flow and print where the report and artifacts are")
+    run.add_argument("--as-of", type=_date, help="the date evaluated (default: today)")
+    run.add_argument("--no-reuse", action="store_true", help="recompute every stage")
+    run.set_defaults(fn=cmd_run)
+
+    rep = sub.add_parser("report", help="re-render the HTML report from stored artifacts")
+    rep.add_argument("--run", help="run id (default: the latest completed run)")
+    rep.set_defaults(fn=cmd_report)
+
+    store = sub.add_parser("store", help="inspect the artifact store").add_subparsers(dest="store_command", required=True)
+    ls = store.add_parser("ls", help="list runs, or one run's artifacts with rows, hash and age")
+    ls.add_argument("--run", help="list this run's artifacts")
+    ls.add_argument("--all", action="store_true", help="list every run's artifacts")
+    ls.set_defaults(fn=cmd_store_ls)
+    show = store.add_parser("show", help="an artifact's manifest and first rows (reading checks hash and schema)")
+    show.add_argument("name")
+    show.add_argument("--run", help="run id (default: the latest run)")
+    show.add_argument("--rows", type=int, default=5)
+    show.set_defaults(fn=cmd_store_show)
+
+    sub.add_parser("config", help="print the effective configuration as YAML").set_defaults(fn=cmd_config)
+    sub.add_parser("deploy", help="register the deployments of deploy/prefect.yaml").set_defaults(fn=cmd_deploy)
+
+    srv = sub.add_parser("server", help="start a local Prefect server and a process worker")
+    srv.add_argument("--port", type=int, default=4200)
+    srv.set_defaults(fn=cmd_server)
+
+    bf = sub.add_parser("backfill", help="run the weekly evaluation for each week in [start, end], in order")
+    bf.add_argument("--start", type=_date, required=True)
+    bf.add_argument("--end", type=_date, required=True)
+    bf.add_argument("--deployment", default="evaluate/evaluate-weekly")
+    bf.add_argument("--timeout", type=float, default=3600, help="seconds to wait for each week's run")
+    bf.set_defaults(fn=cmd_backfill)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except ConfigError as exc:
+        err.print(str(exc), highlight=False, markup=False)
+        return 2
+    except Exception as exc:
+        from judgeops.schemas.store import StoreError
+
+        if isinstance(exc, StoreError):
+            err.print(f"judgeops: {exc}", highlight=False, markup=False)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

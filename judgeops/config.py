@@ -1,0 +1,170 @@
+"""judgeops.yaml, validated by pydantic. Every field has a default: no file is needed at all.
+
+`load_config(path)` turns YAML and validation errors into a ConfigError that names the file,
+the key and what was expected, e.g.
+
+    judgeops.yaml: judges[1].model: Input should be 'reference_match', ... (got 'gpt5')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from judgeops.schemas.artifacts import DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS
+from judgeops.schemas.store import DEFAULT_STORE_URL
+
+ErrorType = Literal["factual_fabrication", "logical_reversal", "overclaim", "critical_omission"]
+Presentation = Literal["plain", "polished", "padded"]
+Order = Literal["AB", "BA"]
+Domain = Literal["math", "science", "logic", "legal", "medical", "general"]
+ProgrammaticModel = Literal["reference_match", "numeric_consistency", "length_preference", "hedge_preference"]
+
+assert set(ErrorType.__args__) == set(ERROR_TYPES) and set(Presentation.__args__) == set(PRESENTATIONS)
+assert set(Order.__args__) == set(ORDERS) and set(Domain.__args__) == set(DOMAINS)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BankSource(_Strict):
+    """The built-in item bank: procedurally generated questions with known answers."""
+
+    kind: Literal["builtin_bank"] = "builtin_bank"
+    n_items: int = Field(1000, ge=1, le=100_000, description="items drawn from the bank, balanced over domains")
+    seed: int = 0
+
+
+class FileSource(_Strict):
+    """A QA file: `gsm8k` (question, answer with '#### final'), or jsonl/csv/parquet with a column mapping."""
+
+    kind: Literal["file"] = "file"
+    path: str
+    format: Literal["gsm8k", "jsonl", "csv", "parquet"] = "jsonl"
+    domain: Domain = "general"
+    question_field: str = "question"
+    gold_field: str = "answer"
+    solution_field: str | None = None
+    license: str = "unknown"
+    limit: int | None = Field(None, ge=1, description="read at most this many rows")
+
+
+Source = Annotated[BankSource | FileSource, Field(discriminator="kind")]
+
+
+class GateConfig(_Strict):
+    """Subtlety gate: a flawed answer must stay close to the correct one."""
+
+    min_length_ratio: float = Field(0.7, gt=0, le=1)
+    max_length_ratio: float = Field(1.4, ge=1)
+    min_token_overlap: float = Field(0.6, ge=0, le=1)
+
+
+class ConstructionConfig(_Strict):
+    seed: int = 0
+    error_types: list[ErrorType] = Field(default_factory=lambda: list(ERROR_TYPES), min_length=1)
+    presentations: list[Presentation] = Field(default_factory=lambda: list(PRESENTATIONS), min_length=1)
+    orders: list[Order] = Field(default_factory=lambda: list(ORDERS), min_length=1)
+    gate: GateConfig = Field(default_factory=GateConfig)
+
+
+class JudgeConfig(_Strict):
+    """A panel member. Only programmatic judges exist so far; LLM backends come with issue 5."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
+    backend: Literal["programmatic"] = "programmatic"
+    model: ProgrammaticModel
+    protocol: Literal["pairwise"] = "pairwise"
+
+
+def _default_panel() -> list[JudgeConfig]:
+    return [JudgeConfig(name=m, model=m) for m in ProgrammaticModel.__args__]
+
+
+class AggregationConfig(_Strict):
+    methods: list[Literal["mv", "avg"]] = Field(default_factory=lambda: ["mv", "avg"], min_length=1)
+
+
+class ProfileConfig(_Strict):
+    n_bootstrap: int = Field(1000, ge=100, le=100_000)
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    seed: int = 0
+
+
+class StoreConfig(_Strict):
+    url: str = Field(DEFAULT_STORE_URL, description="fsspec URL: a local path, file://..., s3://bucket/prefix")
+
+
+class EvaluateConfig(_Strict):
+    """Everything the evaluate flow needs; the Prefect UI renders it as a form."""
+
+    sources: list[Source] = Field(default_factory=lambda: [BankSource()], min_length=1)
+    construction: ConstructionConfig = Field(default_factory=ConstructionConfig)
+    judges: list[JudgeConfig] = Field(default_factory=_default_panel, min_length=1)
+    aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
+    profile: ProfileConfig = Field(default_factory=ProfileConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")
+
+    @model_validator(mode="after")
+    def _unique_judge_names(self) -> EvaluateConfig:
+        names = [j.name for j in self.judges]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"judge names must be unique; repeated: {dupes}")
+        return self
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("builtin_bank", "file") and out.endswith("]"):
+            continue  # the discriminator tag pydantic adds to the path
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def parse_config(data: object, origin: str = "config") -> EvaluateConfig:
+    try:
+        return EvaluateConfig.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        lines = [f"{origin}: invalid configuration ({exc.error_count()} problem(s))"]
+        for err in exc.errors():
+            got = f" (got {err['input']!r})" if err["type"] not in ("missing",) and "input" in err else ""
+            lines.append(f"  {origin}: {_loc(err['loc'])}: {err['msg']}{got}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def load_config(path: str | Path | None = None) -> EvaluateConfig:
+    """Load judgeops.yaml; with no path, `./judgeops.yaml` if present, else the embedded default."""
+    if path is None:
+        if not Path("judgeops.yaml").exists():
+            return EvaluateConfig()
+        path = "judgeops.yaml"
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}")
+    return parse_config(data, str(path))
+
+
+def dump_config(config: EvaluateConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,243 @@
+"""The pyarrow schema of every artifact, with a version number.
+
+One place for each fact: a stage never builds a schema of its own, it asks `schema_for(name)`.
+Bump an artifact's version whenever its schema changes; `read` refuses artifacts written under
+another version instead of guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+ERROR_TYPES = ("factual_fabrication", "logical_reversal", "overclaim", "critical_omission")
+PRESENTATIONS = ("plain", "polished", "padded")
+ORDERS = ("AB", "BA")
+VERDICTS = ("A", "B", "tie")
+DOMAINS = ("math", "science", "logic", "legal", "medical", "general")
+
+QUARANTINE_SUFFIX = "__quarantine"
+
+
+@dataclass(frozen=True)
+class ArtifactSchema:
+    name: str
+    version: int
+    schema: pa.Schema
+    key: tuple[str, ...]
+    description: str
+
+
+def _s(*fields: pa.Field) -> pa.Schema:
+    return pa.schema(list(fields))
+
+
+_STR = pa.string()
+_F = pa.float64()
+
+ARTIFACTS: dict[str, ArtifactSchema] = {
+    a.name: a
+    for a in [
+        ArtifactSchema(
+            "items",
+            1,
+            _s(
+                pa.field("item_id", _STR, nullable=False),
+                pa.field("source", _STR),
+                pa.field("domain", _STR),
+                pa.field("question", _STR),
+                pa.field("choices", pa.list_(_STR)),
+                pa.field("gold", _STR),
+                pa.field("worked_solution", _STR),
+                # sentence units of the worked solution and the ones that are necessary conditions:
+                # what the construction stage needs to plant an error in a known place.
+                pa.field("steps", pa.list_(_STR)),
+                pa.field("conditions", pa.list_(_STR)),
+                pa.field("license", _STR),
+                pa.field("provenance", _STR),
+            ),
+            ("item_id",),
+            "a source question with its gold answer",
+        ),
+        ArtifactSchema(
+            "pairs",
+            1,
+            _s(
+                pa.field("pair_id", _STR, nullable=False),
+                pa.field("item_id", _STR),
+                pa.field("domain", _STR),
+                pa.field("error_type", _STR),
+                pa.field("answer_correct", _STR),
+                pa.field("answer_flawed", _STR),
+                pa.field("edit_start", pa.int32()),
+                pa.field("edit_end", pa.int32()),
+                pa.field("edit_before", _STR),
+                pa.field("edit_after", _STR),
+                pa.field("edit_note", _STR),
+                pa.field("subtlety", _F),
+                pa.field("generator", _STR),
+                pa.field("qc_flags", pa.list_(_STR)),
+            ),
+            ("pair_id",),
+            "a plain judgerEva pair: a correct answer and the same answer with one planted error",
+        ),
+        ArtifactSchema(
+            "construction_log",
+            1,
+            _s(
+                pa.field("item_id", _STR, nullable=False),
+                pa.field("error_type", _STR),
+                pa.field("status", _STR),
+                pa.field("reason", _STR),
+            ),
+            ("item_id", "error_type"),
+            "every construction attempt: accepted, skipped (operator not applicable) or rejected by the gate",
+        ),
+        ArtifactSchema(
+            "variants",
+            1,
+            _s(
+                pa.field("variant_id", _STR, nullable=False),
+                pa.field("pair_id", _STR),
+                pa.field("presentation", _STR),
+                pa.field("order", _STR),
+                pa.field("text_a", _STR),
+                pa.field("text_b", _STR),
+                pa.field("gold_position", _STR),
+            ),
+            ("variant_id",),
+            "one displayed prompt: a presentation of a pair in one display order",
+        ),
+        ArtifactSchema(
+            "responses",
+            1,
+            _s(
+                pa.field("response_id", _STR, nullable=False),
+                pa.field("item_id", _STR),
+                pa.field("examinee", _STR),
+                pa.field("text", _STR),
+                pa.field("is_correct", pa.bool_()),
+            ),
+            ("response_id",),
+            "an examinee answer to judge pointwise",
+        ),
+        ArtifactSchema(
+            "verdicts",
+            1,
+            _s(
+                pa.field("call_id", _STR, nullable=False),
+                pa.field("run_id", _STR),
+                pa.field("judge_id", _STR),
+                pa.field("protocol", _STR),
+                pa.field("variant_id", _STR),
+                pa.field("response_id", _STR),
+                pa.field("verdict", _STR),
+                pa.field("p_first", _F),
+                pa.field("rationale", _STR),
+                pa.field("latency_ms", _F),
+                pa.field("tokens", pa.int64()),
+                pa.field("cached", pa.bool_()),
+                pa.field("error", _STR),
+            ),
+            ("call_id",),
+            "one judge call, as the judge saw it (display frame)",
+        ),
+        ArtifactSchema(
+            "coverage",
+            1,
+            _s(
+                pa.field("judge_id", _STR, nullable=False),
+                pa.field("n_expected", pa.int64()),
+                pa.field("n_answered", pa.int64()),
+                pa.field("n_tie", pa.int64()),
+                pa.field("n_unparsable", pa.int64()),
+                pa.field("n_error", pa.int64()),
+                pa.field("coverage", _F),
+            ),
+            ("judge_id",),
+            "per judge: how many of the expected calls produced a usable verdict",
+        ),
+        ArtifactSchema(
+            "consensus",
+            1,
+            _s(
+                pa.field("unit_id", _STR, nullable=False),
+                pa.field("method", _STR, nullable=False),
+                pa.field("score", _F),
+                pa.field("label", _STR),
+                pa.field("posterior", _F),
+                pa.field("n_votes", pa.int64()),
+            ),
+            ("unit_id", "method"),
+            "an aggregated decision of the panel for one unit (a variant or a response)",
+        ),
+        ArtifactSchema(
+            "profiles",
+            1,
+            _s(
+                pa.field("judge_id", _STR, nullable=False),
+                pa.field("benchmark", _STR, nullable=False),
+                pa.field("condition", _STR, nullable=False),
+                pa.field("n", pa.int64()),
+                pa.field("estimate", _F),
+                pa.field("ci_low", _F),
+                pa.field("ci_high", _F),
+                pa.field("corrected", _F),
+                pa.field("evidence", _STR),
+            ),
+            ("judge_id", "benchmark", "condition"),
+            "a judge x condition cell with a bootstrap CI",
+        ),
+        ArtifactSchema(
+            "calibration",
+            1,
+            _s(
+                pa.field("week", pa.date32(), nullable=False),
+                pa.field("judge_id", _STR, nullable=False),
+                pa.field("estimator", _STR, nullable=False),
+                pa.field("fpr", _F),
+                pa.field("fnr", _F),
+                pa.field("n", pa.int64()),
+                pa.field("alpha", _F),
+                pa.field("beta", _F),
+            ),
+            ("week", "judge_id", "estimator"),
+            "a judge's estimated error rates for one week",
+        ),
+    ]
+}
+
+
+class UnknownArtifactError(KeyError):
+    pass
+
+
+def base_name(name: str) -> str:
+    return name.removesuffix(QUARANTINE_SUFFIX)
+
+
+def quarantine_schema(schema: pa.Schema) -> pa.Schema:
+    """A quarantined row keeps every original field (nullable: it may be the broken one) plus why."""
+    fields = [f.with_nullable(True) for f in schema]
+    fields += [
+        pa.field("quarantine_row", pa.int64()),
+        pa.field("quarantine_rule", _STR),
+        pa.field("quarantine_reason", _STR),
+    ]
+    return pa.schema(fields)
+
+
+def schema_for(name: str) -> ArtifactSchema:
+    """The schema of `name`; `<artifact>__quarantine` derives from its artifact's schema."""
+    base = base_name(name)
+    if base not in ARTIFACTS:
+        raise UnknownArtifactError(
+            f"unknown artifact {name!r}: expected one of {sorted(ARTIFACTS)} (or '<name>{QUARANTINE_SUFFIX}')"
+        )
+    spec = ARTIFACTS[base]
+    if name == base:
+        return spec
+    return ArtifactSchema(
+        name, spec.version, quarantine_schema(spec.schema), (), f"rows of {base} set aside by its contract"
+    )

@@ -1,0 +1,338 @@
+"""The artifact store: every artifact crosses a stage boundary through here.
+
+Layout under the store URL (any fsspec URL: a local path, `file://`, `s3://` where s3fs is installed):
+
+    runs/<run_id>/<name>.parquet           the data (written to a temp name, then renamed)
+    runs/<run_id>/<name>.manifest.json     rows, sha256, parents, params, versions; written last,
+                                           so an artifact without one does not exist
+    runs/<run_id>/<name>.validation.json   the data contract's result
+    runs/<run_id>/run.json                 the run record (as_of, status, config)
+    index/<stage>/<stage_key>/<run_id>.json which run produced a stage's outputs for that key
+
+A run writes only under its own `runs/<run_id>/` and its own index entries, so two runs never
+write the same path. A stage whose key (code, parameters, input hashes) matches an earlier run's
+adopts that run's outputs: this run gets manifests that point at the earlier data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from judgeops.schemas.artifacts import ArtifactSchema, base_name, schema_for
+from pydantic import BaseModel
+
+from judgeops import __version__
+
+DEFAULT_STORE_URL = "./.judgeops/store"
+
+
+class StoreError(Exception):
+    """Base class of every store failure; the message names the artifact."""
+
+
+class ArtifactNotFoundError(StoreError):
+    pass
+
+
+class ArtifactIntegrityError(StoreError):
+    """The bytes on disk are not the bytes the manifest recorded."""
+
+
+class SchemaMismatchError(StoreError):
+    pass
+
+
+class ArtifactRef(BaseModel):
+    """A handle on one stored artifact; what tasks pass to each other instead of data."""
+
+    name: str
+    run_id: str
+    path: str  # relative to the store root
+    sha256: str
+    rows: int
+
+
+def stable_hash(obj: Any) -> str:
+    """sha256 of a JSON rendering with sorted keys: the same content always gives the same key."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def new_run_id(as_of: dt.date) -> str:
+    now = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{as_of.isoformat()}_{now}_{uuid.uuid4().hex[:6]}"
+
+
+def _utcnow() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def to_arrow(name: str, data: pd.DataFrame | pa.Table, spec: ArtifactSchema) -> pa.Table:
+    """Convert to the artifact's exact schema or raise a SchemaMismatchError naming the column."""
+    expected = spec.schema
+    columns = list(data.column_names if isinstance(data, pa.Table) else data.columns)
+    missing = [c for c in expected.names if c not in columns]
+    extra = [c for c in columns if c not in expected.names]
+    if missing or extra:
+        raise SchemaMismatchError(
+            f"artifact {name!r} (schema v{spec.version}): missing columns {missing}, unexpected columns {extra}"
+        )
+    if isinstance(data, pa.Table):
+        data = data.select(expected.names)
+        if data.schema.equals(expected, check_metadata=False):
+            return data
+        data = data.to_pandas()
+    for field in expected:
+        try:
+            pa.array(data[field.name], type=field.type, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            raise SchemaMismatchError(
+                f"artifact {name!r}, column {field.name!r}: expected {field.type}, got values that do not convert ({exc})"
+            ) from exc
+    return pa.Table.from_pandas(data[expected.names], schema=expected, preserve_index=False)
+
+
+class ArtifactStore:
+    """Reads and writes the artifacts of one run, with schema, hash and contract checks."""
+
+    def __init__(self, url: str = DEFAULT_STORE_URL, run_id: str | None = None):
+        self.url = url
+        self.fs, root = fsspec.core.url_to_fs(url)
+        self.root = root.rstrip("/")
+        self.run_id = run_id
+
+    # -- paths ---------------------------------------------------------------------------------
+    def _abs(self, rel: str) -> str:
+        return f"{self.root}/{rel}"
+
+    def _run_rel(self, run_id: str | None = None) -> str:
+        run_id = run_id or self.run_id
+        if not run_id:
+            raise StoreError("this store handle is not bound to a run: pass run_id")
+        return f"runs/{run_id}"
+
+    def display_path(self, rel: str) -> str:
+        """Where a person finds the file: a local path, or the URL for remote stores."""
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        full = self._abs(rel)
+        return full if protocol in ("file", "local") else f"{protocol}://{full}"
+
+    def _put_atomic(self, rel: str, payload: bytes) -> None:
+        """Write to a temp name in the same folder, then rename: a crash never leaves a half file."""
+        path = self._abs(rel)
+        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        with self.fs.open(tmp, "wb") as fh:
+            fh.write(payload)
+        self.fs.mv(tmp, path)
+
+    def _put_json(self, rel: str, obj: Any) -> None:
+        self._put_atomic(rel, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
+
+    def _get_json(self, rel: str) -> Any:
+        return json.loads(self.fs.cat_file(self._abs(rel)))
+
+    # -- artifacts -----------------------------------------------------------------------------
+    def write(
+        self,
+        name: str,
+        data: pd.DataFrame | pa.Table,
+        *,
+        parents: Mapping[str, ArtifactRef] | None = None,
+        params: Mapping[str, Any] | None = None,
+        stage: str | None = None,
+        stage_key: str | None = None,
+        related: Mapping[str, pd.DataFrame] | None = None,
+        check_contract: bool = True,
+    ) -> ArtifactRef:
+        """Check schema and contract, write Parquet atomically, then the manifest.
+
+        Rows failing a row-level rule marked `quarantine` go to `<name>__quarantine` with the
+        reason; a failing `stop` rule raises ContractViolation and writes nothing but the
+        validation result.
+        """
+        from judgeops.data_contracts import check_contract as run_contract
+
+        spec = schema_for(name)
+        table = to_arrow(name, data, spec)
+        parents = dict(parents or {})
+        if check_contract and name == base_name(name):
+            outcome = run_contract(name, table.to_pandas(), related=related or {})
+            self._put_json(f"{self._run_rel()}/{name}.validation.json", outcome.validation)
+            outcome.publish()
+            outcome.raise_if_stopped()
+            if outcome.quarantined is not None and len(outcome.quarantined):
+                self.write(
+                    f"{name}__quarantine",
+                    outcome.quarantined,
+                    parents=parents,
+                    params=params,
+                    stage=stage,
+                    check_contract=False,
+                )
+                table = to_arrow(name, outcome.clean, spec)
+        return self._write_table(name, spec, table, parents, params, stage, stage_key)
+
+    def _write_table(self, name, spec, table, parents, params, stage, stage_key) -> ArtifactRef:
+        buf = io.BytesIO()
+        pq.write_table(table, buf)
+        payload = buf.getvalue()
+        rel = f"{self._run_rel()}/{name}.parquet"
+        self._put_atomic(rel, payload)
+        ref = ArtifactRef(
+            name=name,
+            run_id=self.run_id,
+            path=rel,
+            sha256=hashlib.sha256(payload).hexdigest(),
+            rows=table.num_rows,
+        )
+        manifest = {
+            **ref.model_dump(),
+            "kind": "table",
+            "schema_version": spec.version,
+            "parents": {k: v.sha256 for k, v in parents.items()},
+            "params": dict(params or {}),
+            "stage": stage,
+            "stage_key": stage_key,
+            "code_version": __version__,
+            "created_at": _utcnow(),
+        }
+        self._put_json(f"{self._run_rel()}/{name}.manifest.json", manifest)
+        return ref
+
+    def write_file(self, name: str, payload: bytes, *, parents: Mapping[str, ArtifactRef] | None = None) -> ArtifactRef:
+        """A non-tabular artifact (the HTML report), with the same manifest and hash check."""
+        rel = f"{self._run_rel()}/{name}"
+        self._put_atomic(rel, payload)
+        ref = ArtifactRef(
+            name=name, run_id=self.run_id, path=rel, sha256=hashlib.sha256(payload).hexdigest(), rows=0
+        )
+        manifest = {
+            **ref.model_dump(),
+            "kind": "file",
+            "parents": {k: v.sha256 for k, v in (parents or {}).items()},
+            "code_version": __version__,
+            "created_at": _utcnow(),
+        }
+        self._put_json(f"{self._run_rel()}/{name}.manifest.json", manifest)
+        return ref
+
+    def manifest(self, name: str, run_id: str | None = None) -> dict:
+        rel = f"{self._run_rel(run_id)}/{name}.manifest.json"
+        if not self.fs.exists(self._abs(rel)):
+            raise ArtifactNotFoundError(
+                f"artifact {name!r} not found in run {run_id or self.run_id} of store {self.url}"
+            )
+        return self._get_json(rel)
+
+    def exists(self, name: str, run_id: str | None = None) -> bool:
+        return self.fs.exists(self._abs(f"{self._run_rel(run_id)}/{name}.manifest.json"))
+
+    def ref(self, name: str, run_id: str | None = None) -> ArtifactRef:
+        m = self.manifest(name, run_id)
+        return ArtifactRef(**{k: m[k] for k in ArtifactRef.model_fields})
+
+    def read_bytes(self, ref: ArtifactRef) -> bytes:
+        """The artifact's bytes, after checking them against the manifest's sha256."""
+        path = self._abs(ref.path)
+        if not self.fs.exists(path):
+            raise ArtifactNotFoundError(f"artifact {ref.name!r}: data file {self.display_path(ref.path)} is missing")
+        payload = self.fs.cat_file(path)
+        actual = hashlib.sha256(payload).hexdigest()
+        if actual != ref.sha256:
+            raise ArtifactIntegrityError(
+                f"artifact {ref.name!r} at {self.display_path(ref.path)} is corrupted: sha256 {actual[:16]}… "
+                f"does not match its manifest ({ref.sha256[:16]}…). Delete the run or rerun with --no-reuse."
+            )
+        return payload
+
+    def read(self, name_or_ref: str | ArtifactRef, run_id: str | None = None) -> pa.Table:
+        """Read a table artifact, checking hash, schema version and schema."""
+        ref = name_or_ref if isinstance(name_or_ref, ArtifactRef) else self.ref(name_or_ref, run_id)
+        manifest = self.manifest(ref.name, ref.run_id)
+        spec = schema_for(ref.name)
+        if manifest.get("schema_version") != spec.version:
+            raise SchemaMismatchError(
+                f"artifact {ref.name!r} in run {ref.run_id} was written with schema v{manifest.get('schema_version')}, "
+                f"this code reads v{spec.version}; rerun the stage that produces it"
+            )
+        table = pq.read_table(io.BytesIO(self.read_bytes(ref)))
+        if not table.schema.equals(spec.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"artifact {ref.name!r} at {self.display_path(ref.path)}: stored schema differs from v{spec.version}:\n"
+                f"stored:   {table.schema}\nexpected: {spec.schema}"
+            )
+        return table
+
+    def read_pandas(self, name_or_ref: str | ArtifactRef, run_id: str | None = None) -> pd.DataFrame:
+        return self.read(name_or_ref, run_id).to_pandas()
+
+    def list_artifacts(self, run_id: str | None = None) -> list[dict]:
+        rel = self._run_rel(run_id)
+        if not self.fs.exists(self._abs(rel)):
+            return []
+        out = []
+        for path in sorted(self.fs.glob(self._abs(f"{rel}/*.manifest.json"))):
+            out.append(json.loads(self.fs.cat_file(path)))
+        return out
+
+    # -- stage reuse ---------------------------------------------------------------------------
+    def find_stage_outputs(self, stage: str, key: str) -> dict[str, ArtifactRef] | None:
+        """Outputs an earlier run recorded for this stage key, verified against their hashes."""
+        folder = self._abs(f"index/{stage}/{key}")
+        if not self.fs.exists(folder):
+            return None
+        for path in sorted(self.fs.ls(folder, detail=False), reverse=True):
+            entry = json.loads(self.fs.cat_file(path))
+            refs = {n: ArtifactRef(**r) for n, r in entry["outputs"].items()}
+            if all(self.fs.exists(self._abs(r.path)) for r in refs.values()):
+                for r in refs.values():
+                    self.read_bytes(r)  # a corrupted artifact fails loudly here, never silently reused
+                return refs
+        return None
+
+    def record_stage_outputs(self, stage: str, key: str, refs: Mapping[str, ArtifactRef]) -> None:
+        self._put_json(
+            f"index/{stage}/{key}/{self.run_id}.json",
+            {"outputs": {n: r.model_dump() for n, r in refs.items()}, "created_at": _utcnow()},
+        )
+
+    def adopt(self, refs: Mapping[str, ArtifactRef]) -> None:
+        """Make another run's artifacts part of this run (manifests pointing at the same data)."""
+        for ref in refs.values():
+            if ref.run_id == self.run_id:
+                continue
+            manifest = self.manifest(ref.name, ref.run_id)
+            manifest["reused_from"] = ref.run_id
+            self._put_json(f"{self._run_rel()}/{ref.name}.manifest.json", manifest)
+
+    # -- runs ----------------------------------------------------------------------------------
+    def write_run_record(self, record: Mapping[str, Any]) -> None:
+        self._put_json(f"{self._run_rel()}/run.json", {**record, "run_id": self.run_id, "updated_at": _utcnow()})
+
+    def run_record(self, run_id: str | None = None) -> dict:
+        return self._get_json(f"{self._run_rel(run_id)}/run.json")
+
+    def list_runs(self) -> list[dict]:
+        """Run records, oldest first."""
+        records = []
+        for path in self.fs.glob(self._abs("runs/*/run.json")):
+            records.append(json.loads(self.fs.cat_file(path)))
+        return sorted(records, key=lambda r: (r.get("started_at", ""), r["run_id"]))
+
+    def latest_run_id(self, status: str | None = "completed") -> str:
+        runs = [r for r in self.list_runs() if status is None or r.get("status") == status]
+        if not runs:
+            raise ArtifactNotFoundError(
+                f"no {status or ''} run in store {self.url}; run `judgeops run` first".replace("  ", " ")
+            )
+        return runs[-1]["run_id"]

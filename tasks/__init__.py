@@ -1,0 +1,1 @@
+"""Stage logic: pure functions over tables, each with a thin Prefect task around it."""

@@ -1,0 +1,148 @@
+"""judgerEva construction: items → plain pairs (one planted error each) → displayed variants.
+
+`construct(items, config)` returns the `pairs`, `variants` and `construction_log` tables. Each item
+gets one error type, assigned round-robin over a seeded order so the types stay balanced; when the
+operator does not apply or the subtlety gate rejects its output, the next type is tried, and every
+attempt is logged with its reason. Deterministic: the same items, config and seed give the same tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pandas as pd
+from judgeops.schemas.artifacts import schema_for
+from judgeops.tasks.construct.operators import OPERATORS, Edit, NotApplicable
+from judgeops.tasks.construct.presentation import padded, padding_for, polished
+
+from judgeops.config import ConstructionConfig, GateConfig
+
+TELLTALE = re.compile(r"\b(wrong|incorrect|error|mistake|actually|not true)\b", re.I)
+GENERATOR = "rules-v1"
+
+
+def _tokens(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def subtlety_gate(a: str, b: str, gate: GateConfig) -> tuple[bool, str, float]:
+    """Is B close enough to A that a judge must read the content to tell them apart?
+
+    Returns (accepted, reason, token overlap); the overlap (Jaccard of word sets) is the pair's subtlety.
+    """
+    ta, tb = _tokens(a), _tokens(b)
+    overlap = len(ta & tb) / max(1, len(ta | tb))
+    ratio = len(b) / max(1, len(a))
+    if a == b:
+        return False, "the edit changed nothing", overlap
+    if not gate.min_length_ratio <= ratio <= gate.max_length_ratio:
+        return False, f"length ratio {ratio:.2f} outside [{gate.min_length_ratio}, {gate.max_length_ratio}]", overlap
+    if overlap < gate.min_token_overlap:
+        return False, f"token overlap {overlap:.2f} below {gate.min_token_overlap}", overlap
+    new_telltales = set(m.lower() for m in TELLTALE.findall(b)) - set(m.lower() for m in TELLTALE.findall(a))
+    if new_telltales:
+        return False, f"tell-tale words added: {sorted(new_telltales)}", overlap
+    if sum(b.count(c) for c in "*#\n`") != sum(a.count(c) for c in "*#\n`"):
+        return False, "formatting differs between the answers", overlap
+    return True, "accepted", overlap
+
+
+def _seed(*parts: object) -> int:
+    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little")
+
+
+def expand_answer(item: pd.Series) -> str:
+    """Answer A: the worked solution, or a templated justification when the source has none."""
+    steps = list(item["steps"]) if item["steps"] is not None else []
+    if steps:
+        return " ".join(steps)
+    return f"The correct answer to this question is {item['gold']}. The answer is {item['gold']}."
+
+
+def plant(item: pd.Series, answer: str, error_type: str, seed: int) -> Edit:
+    rng = np.random.default_rng(seed)
+    conditions = list(item["conditions"]) if item["conditions"] is not None else []
+    return OPERATORS[error_type](answer, str(item["gold"]), str(item["question"]), conditions, rng)
+
+
+def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    types = list(config.error_types)
+    order = np.random.default_rng(config.seed).permutation(len(items))
+    pairs, log = [], []
+    accepted_per_type = dict.fromkeys(types, 0)
+    for rank, idx in enumerate(order):
+        item = items.iloc[int(idx)]
+        answer = expand_answer(item)
+        assigned = types[rank % len(types)]
+        # the assigned type first; if it fails, the type that is furthest behind, to keep the balance
+        fallbacks = sorted((t for t in types if t != assigned), key=lambda t: (accepted_per_type[t], types.index(t)))
+        for offset, error_type in enumerate([assigned, *fallbacks]):
+            try:
+                edit = plant(item, answer, error_type, _seed(config.seed, item["item_id"], error_type))
+            except NotApplicable as exc:
+                log.append((item["item_id"], error_type, "skipped", str(exc)))
+                continue
+            flawed = edit.apply(answer)
+            accepted, reason, overlap = subtlety_gate(answer, flawed, config.gate)
+            log.append((item["item_id"], error_type, "accepted" if accepted else "rejected", reason))
+            if not accepted:
+                continue
+            pairs.append({
+                "pair_id": f"{item['item_id']}:{error_type}",
+                "item_id": item["item_id"],
+                "domain": item["domain"],
+                "error_type": error_type,
+                "answer_correct": answer,
+                "answer_flawed": flawed,
+                "edit_start": edit.start,
+                "edit_end": edit.end,
+                "edit_before": edit.before,
+                "edit_after": edit.after,
+                "edit_note": edit.note,
+                "subtlety": overlap,
+                "generator": GENERATOR,
+                "qc_flags": [] if offset == 0 else ["type_fallback"],
+            })
+            accepted_per_type[error_type] += 1
+            break
+    pairs_df = pd.DataFrame(pairs, columns=schema_for("pairs").schema.names)
+    log_df = pd.DataFrame(log, columns=["item_id", "error_type", "status", "reason"])
+    return pairs_df.sort_values("pair_id", ignore_index=True), log_df
+
+
+def build_variants(pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFrame:
+    """Every presentation of every pair, in both display orders, with the gold position recorded."""
+    rows = []
+    for pair in pairs.itertuples(index=False):
+        shown = {"plain": (pair.answer_correct, pair.answer_flawed)}
+        if "polished" in config.presentations:
+            shown["polished"] = (polished(pair.answer_correct), polished(pair.answer_flawed))
+        if "padded" in config.presentations:
+            prefix, suffix = padding_for(len(pair.answer_correct), _seed(config.seed, pair.pair_id, "padding"))
+            shown["padded"] = (padded(pair.answer_correct, prefix, suffix), padded(pair.answer_flawed, prefix, suffix))
+        for presentation in config.presentations:
+            correct, flawed = shown[presentation]
+            for order in config.orders:
+                a, b = (correct, flawed) if order == "AB" else (flawed, correct)
+                rows.append({
+                    "variant_id": f"{pair.pair_id}:{presentation}:{order}",
+                    "pair_id": pair.pair_id,
+                    "presentation": presentation,
+                    "order": order,
+                    "text_a": a,
+                    "text_b": b,
+                    "gold_position": "A" if order == "AB" else "B",
+                })
+    return pd.DataFrame(rows)
+
+
+def construct(items: pd.DataFrame, config: ConstructionConfig) -> dict[str, pd.DataFrame]:
+    pairs, log = build_pairs(items, config)
+    if pairs.empty:
+        raise ValueError(
+            f"construction produced no pairs from {len(items)} items; reasons: "
+            f"{log['reason'].value_counts().head(5).to_dict()}"
+        )
+    return {"pairs": pairs, "variants": build_variants(pairs, config), "construction_log": log}

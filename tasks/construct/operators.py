@@ -1,0 +1,145 @@
+"""Planted-error operators: each turns a correct answer A into B = A with exactly one recorded edit.
+
+An edit is one contiguous span of A replaced by new text (`Edit.apply(A) == B`). An operator that
+cannot plant its error type cleanly in an answer raises NotApplicable with the reason, and the
+construction stage tries the next type for that item.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int
+    end: int
+    before: str
+    after: str
+    note: str
+
+    def apply(self, text: str) -> str:
+        assert text[self.start : self.end] == self.before, "edit does not match the text it was planted in"
+        return text[: self.start] + self.after + text[self.end :]
+
+
+class NotApplicable(Exception):
+    """This answer offers no clean place for this error type."""
+
+
+# Pairs of phrases whose swap reverses a relation, a conclusion or an inequality.
+_REVERSAL_PAIRS = [
+    ("does not follow", "follows"), ("is not eligible", "is eligible"), ("does not meet", "meets"),
+    ("does not apply", "applies"), ("does not need to", "should"), ("invalid", "valid"),
+    ("more than", "less than"), ("above", "below"), ("increases", "decreases"), ("larger", "smaller"),
+    ("longer", "shorter"), ("higher", "lower"), ("sink", "float"), ("answer is yes", "answer is no"),
+]
+REVERSALS = {a: b for a, b in _REVERSAL_PAIRS} | {b: a for a, b in _REVERSAL_PAIRS}
+_REVERSAL_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, REVERSALS), key=len, reverse=True)) + r")\b")
+
+# Hedges and the wider claim each becomes: scope widened, certainty added, caveat dropped.
+OVERCLAIMS = {
+    "usually": "always", "typically": "always", "generally": "always", "often": "always",
+    "in most cases": "in every case", "about": "exactly", "roughly": "exactly",
+    "can sometimes": "will always", "can": "will", "may": "will", "likely": "certain",
+}
+_OVERCLAIM_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, OVERCLAIMS), key=len, reverse=True)) + r")\b", re.I)
+
+_CONDITION_MARKERS = re.compile(
+    r"\b(only if|only because|assum\w*|provided that|as long as|relies on|must hold|requires|unless)\b", re.I
+)
+_NUMBER_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w]|\.\d)")
+
+
+def _match_case(template: str, word: str) -> str:
+    return word[:1].upper() + word[1:] if template[:1].isupper() else word
+
+
+def _choose(matches: Sequence, rng: np.random.Generator):
+    return matches[int(rng.integers(len(matches)))]
+
+
+def _nearby_number(value: str, rng: np.random.Generator) -> str:
+    """A plausible wrong value of the same kind: same number of decimals, 5-25% away, never equal, > 0."""
+    decimals = len(value.split(".")[1]) if "." in value else 0
+    x = float(value)
+    step = 10**-decimals
+    delta = max(step, round(abs(x) * float(rng.uniform(0.05, 0.25)), decimals))
+    sign = -1 if (rng.random() < 0.5 and x - delta > 0) else 1
+    new = round(x + sign * delta, decimals)
+    return f"{new:.{decimals}f}"
+
+
+def plant_factual_fabrication(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+    """Change one number. When it is the final answer, every later mention changes with it (consistently)."""
+    numbers = list(_NUMBER_RE.finditer(answer))
+    if not numbers:
+        raise NotApplicable("no number, date or quantity in the answer to fabricate")
+    gold_numbers = _NUMBER_RE.findall(gold.replace(",", ""))
+    final = [m for m in numbers if gold_numbers and m.group(1) == gold_numbers[-1]]
+    question_numbers = set(_NUMBER_RE.findall(question))
+    facts = [m for m in numbers if m.group(1) not in question_numbers]
+    target = final[0] if final else _choose(facts or numbers, rng)
+    value = target.group(1)
+    new = _nearby_number(value, rng)
+    same = [m for m in numbers if m.group(1) == value and m.start() >= target.start()]
+    start, end = target.start(), same[-1].end()
+    before = answer[start:end]
+    after = _NUMBER_RE.sub(lambda m: new if m.group(1) == value else m.group(0), before)
+    what = "the final answer" if final else "a stated fact"
+    return Edit(start, end, before, after, f"{what} {value} was replaced by the wrong value {new}")
+
+
+def plant_logical_reversal(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+    """Swap one relation for its opposite (more/less, above/below, follows/does not follow, yes/no)."""
+    matches = list(_REVERSAL_RE.finditer(answer))
+    if not matches:
+        raise NotApplicable("no relation, inequality or conclusion with a known opposite in the answer")
+    m = _choose(matches, rng)
+    before = m.group(1)
+    after = REVERSALS[before]
+    return Edit(m.start(), m.end(), before, after, f"'{before}' was reversed to '{after}'")
+
+
+def plant_overclaim(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+    """Widen a hedged claim: 'usually' → 'always', 'about' → 'exactly', 'can' → 'will'."""
+    matches = list(_OVERCLAIM_RE.finditer(answer))
+    if not matches:
+        raise NotApplicable("no hedge or scoped claim in the answer to widen")
+    m = _choose(matches, rng)
+    before = m.group(1)
+    after = _match_case(before, OVERCLAIMS[before.lower()])
+    return Edit(m.start(), m.end(), before, after, f"the hedge '{before}' was widened to '{after}'")
+
+
+def plant_critical_omission(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+    """Remove a necessary condition or caveat (a whole sentence), so the answer no longer holds as stated."""
+    candidates = [c for c in conditions if c and c in answer]
+    if not candidates:
+        candidates = [s for s in re.split(r"(?<=[.!?])\s+", answer) if _CONDITION_MARKERS.search(s)]
+    if not candidates:
+        raise NotApplicable("no necessary condition or caveat in the answer to omit")
+    sentence = _choose(candidates, rng)
+    start = answer.index(sentence)
+    end = start + len(sentence)
+    if end < len(answer) and answer[end] == " ":
+        end += 1
+    elif start > 0 and answer[start - 1] == " ":
+        start -= 1
+    before = answer[start:end]
+    if before.strip() == answer.strip():
+        raise NotApplicable("the condition is the whole answer; omitting it leaves nothing")
+    return Edit(start, end, before, "", f"the necessary condition '{sentence}' was removed")
+
+
+Operator = Callable[..., Edit]
+OPERATORS: dict[str, Operator] = {
+    "factual_fabrication": plant_factual_fabrication,
+    "logical_reversal": plant_logical_reversal,
+    "overclaim": plant_overclaim,
+    "critical_omission": plant_critical_omission,
+}

@@ -1,0 +1,52 @@
+"""Judge profiles: every judge (and every panel method) × every CAP condition, with a bootstrap CI."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pandas as pd
+from judgeops.tasks.judges import to_canonical
+from judgeops.tasks.profile.bootstrap import bootstrap_mean_ci
+from judgeops.tasks.profile.conditions import CONDITIONS
+
+from judgeops.config import ProfileConfig
+
+BENCHMARK = "judgereva"
+
+
+def complete_grid(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
+    """One row per judge × variant; a call with no row at all becomes a missing verdict (counted wrong)."""
+    grid = pd.MultiIndex.from_product([judges, variants["variant_id"]], names=["judge_id", "variant_id"])
+    cols = ["judge_id", "variant_id", "verdict", "p_first"]
+    return grid.to_frame(index=False).merge(verdicts[cols], on=["judge_id", "variant_id"], how="left")
+
+
+def profile(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, pairs: pd.DataFrame, config: ProfileConfig
+) -> pd.DataFrame:
+    """`profiles` rows for every judge in `verdicts` and every condition with at least one pair."""
+    judges = sorted(verdicts["judge_id"].unique())
+    canonical = to_canonical(complete_grid(verdicts, variants, judges), variants, pairs)
+    rows = []
+    for judge in judges:
+        mine = canonical[canonical["judge_id"] == judge]
+        for condition in CONDITIONS:
+            scores = condition.pair_scores(mine).to_numpy(dtype=float)
+            if scores.size == 0:
+                continue
+            # seeded per cell by name, so adding a judge leaves the other judges' CIs unchanged
+            rng = np.random.default_rng([config.seed, zlib.crc32(f"{judge}|{condition.name}".encode())])
+            estimate, low, high = bootstrap_mean_ci(scores, config.n_bootstrap, config.confidence, rng)
+            rows.append({
+                "judge_id": judge,
+                "benchmark": BENCHMARK,
+                "condition": condition.name,
+                "n": int(scores.size),
+                "estimate": estimate,
+                "ci_low": low,
+                "ci_high": high,
+                "corrected": np.nan,
+                "evidence": "direct",
+            })
+    return pd.DataFrame(rows)

@@ -1,0 +1,223 @@
+"""The thin Prefect tasks around each stage's pure function.
+
+Every stage follows one path (`run_stage`): compute its key from the stage's code, its parameters
+and its inputs' content hashes; if an earlier run recorded outputs for that key, adopt them (the
+log says so); otherwise read the inputs from the store, call the pure function, and write each
+output through the store (schema check, data contract, atomic write, manifest).
+
+Reuse is keyed on the store's manifests rather than on Prefect's result cache: the cache record
+would live apart from the artifacts, so a deleted or corrupted artifact could be "reused" as a
+dangling reference; here reuse verifies the artifact's bytes first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import types
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import judgeops.data_contracts.suites as contract_suites
+import judgeops.schemas.artifacts as artifact_schemas
+import judgeops.tasks.aggregate as aggregate_module
+import judgeops.tasks.construct as construct_module
+import judgeops.tasks.ingest as ingest_module
+import judgeops.tasks.judges as judges_module
+import judgeops.tasks.profile as profile_module
+import judgeops.tasks.report as report_module
+import pandas as pd
+from judgeops.schemas.store import ArtifactRef, ArtifactStore, stable_hash
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
+
+from judgeops.config import AggregationConfig, ConstructionConfig, JudgeConfig, ProfileConfig, Source
+
+Refs = dict[str, ArtifactRef]
+
+
+def logger() -> logging.Logger | logging.LoggerAdapter:
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("judgeops")
+
+
+@cache
+def code_fingerprint(module: types.ModuleType) -> str:
+    """Hash of the stage's source files and of the schemas and contracts its outputs must meet."""
+    h = hashlib.sha256()
+    for mod in (module, artifact_schemas, contract_suites):
+        path = Path(mod.__file__)
+        files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+        for f in files:
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _jsonable(params: Any) -> Any:
+    if isinstance(params, BaseModel):
+        return params.model_dump(mode="json")
+    if isinstance(params, list | tuple):
+        return [_jsonable(p) for p in params]
+    if isinstance(params, dict):
+        return {k: _jsonable(v) for k, v in params.items()}
+    return params
+
+
+def run_stage(
+    store: ArtifactStore,
+    stage: str,
+    code: types.ModuleType,
+    inputs: Refs,
+    params: Mapping[str, Any],
+    compute: Callable[[dict[str, pd.DataFrame]], dict[str, pd.DataFrame]],
+    reuse: bool = True,
+    extra_key: Mapping[str, str] | None = None,
+) -> Refs:
+    log = logger()
+    params = _jsonable(dict(params))
+    key = stable_hash({
+        "stage": stage,
+        "code": code_fingerprint(code),
+        "params": params,
+        "inputs": {name: ref.sha256 for name, ref in sorted(inputs.items())},
+        "extra": dict(extra_key or {}),
+    })
+    if reuse:
+        found = store.find_stage_outputs(stage, key)
+        if found is not None:
+            store.adopt(found)
+            runs = sorted({r.run_id for r in found.values()})
+            log.info("stage %s: reused %s from run %s (inputs and parameters unchanged, key %s)",
+                     stage, ", ".join(f"{n} ({r.rows} rows)" for n, r in found.items()), ", ".join(runs), key[:12])
+            return found
+    log.info("stage %s: computing (key %s)", stage, key[:12])
+    tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
+    outputs = compute(tables)
+    refs: Refs = {}
+    related = dict(tables)
+    for name, df in outputs.items():
+        refs[name] = store.write(name, df, parents=inputs, params=params, stage=stage, stage_key=key, related=related)
+        related[name] = df
+    store.record_stage_outputs(stage, key, refs)
+    log.info("stage %s: wrote %s", stage, ", ".join(f"{n} ({r.rows} rows)" for n, r in refs.items()))
+    return refs
+
+
+def _file_hashes(sources: list[Source]) -> dict[str, str]:
+    """Content hashes of file sources: editing a file in place invalidates the ingest stage."""
+    out = {}
+    for s in sources:
+        path = getattr(s, "path", None)
+        if path and Path(path).is_file():
+            out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return out
+
+
+@task(name="ingest", cache_policy=NO_CACHE)
+def ingest_stage(store: ArtifactStore, sources: list[Source], reuse: bool = True) -> Refs:
+    return run_stage(
+        store, "ingest", ingest_module, {}, {"sources": sources},
+        lambda _: {"items": ingest_module.ingest_items(sources)},
+        reuse, extra_key=_file_hashes(sources),
+    )
+
+
+@task(name="construct", cache_policy=NO_CACHE)
+def construct_stage(store: ArtifactStore, items: Refs, config: ConstructionConfig, reuse: bool = True) -> Refs:
+    return run_stage(
+        store, "construct", construct_module, items, {"construction": config},
+        lambda t: construct_module.construct(t["items"], config), reuse,
+    )
+
+
+@task(name="judge", cache_policy=NO_CACHE)
+def judge_stage(
+    store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig], batch_size: int, reuse: bool = True
+) -> Refs:
+    def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+        progress = _Progress("judge calls")
+        verdicts = judges_module.judge_variants(
+            t["variants"], t["pairs"], t["items"], judges, store.run_id, batch_size, progress
+        )
+        return {"verdicts": verdicts}
+
+    return run_stage(store, "judge", judges_module, inputs, {"judges": judges}, compute, reuse)
+
+
+@task(name="validate", cache_policy=NO_CACHE)
+def validate_stage(store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig], reuse: bool = True) -> Refs:
+    names = [j.name for j in judges]
+
+    def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+        table = judges_module.coverage(t["verdicts"], t["variants"], names)
+        low = table[table["coverage"] < 1.0]
+        for row in low.itertuples():
+            logger().warning(
+                "coverage: judge %s answered %d of %d calls (%d ties, %d unparsable, %d errors)",
+                row.judge_id, row.n_answered, row.n_expected, row.n_tie, row.n_unparsable, row.n_error,
+            )
+        return {"coverage": table}
+
+    return run_stage(store, "validate", judges_module, inputs, {"judges": names}, compute, reuse)
+
+
+@task(name="aggregate", cache_policy=NO_CACHE)
+def aggregate_stage(store: ArtifactStore, inputs: Refs, config: AggregationConfig, reuse: bool = True) -> Refs:
+    return run_stage(
+        store, "aggregate", aggregate_module, inputs, {"aggregation": config},
+        lambda t: {"consensus": aggregate_module.aggregate(t["verdicts"], t["variants"], config.methods)}, reuse,
+    )
+
+
+@task(name="profile", cache_policy=NO_CACHE)
+def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reuse: bool = True) -> Refs:
+    def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+        panel = aggregate_module.consensus_as_verdicts(t["consensus"])
+        everyone = pd.concat([t["verdicts"][panel.columns], panel], ignore_index=True)
+        return {"profiles": profile_module.profile(everyone, t["variants"], t["pairs"], config)}
+
+    return run_stage(store, "profile", profile_module, inputs, {"profile": config}, compute, reuse)
+
+
+@task(name="report", cache_policy=NO_CACHE)
+def report_stage(store: ArtifactStore, inputs: Refs, title: str) -> ArtifactRef:
+    """Always re-rendered (cheap), so the report names the run that produced it."""
+    tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
+    html = report_module.render_report(tables, run_id=store.run_id, title=title, artifacts=store.list_artifacts())
+    ref = store.write_file("report.html", html.encode(), parents=inputs)
+    report_module.publish(tables, store.display_path(ref.path))
+    logger().info("report: %s", store.display_path(ref.path))
+    return ref
+
+
+class _Progress:
+    """Calls done / total with ETA in the log and as a Prefect progress artifact."""
+
+    def __init__(self, what: str):
+        import time
+
+        self.what, self.start, self.clock = what, time.perf_counter(), time.perf_counter
+        self.artifact_id = None
+        from prefect.context import TaskRunContext
+
+        if TaskRunContext.get() is not None:
+            from prefect.artifacts import create_progress_artifact
+
+            self.artifact_id = create_progress_artifact(progress=0.0, description=what)
+
+    def __call__(self, done: int, total: int, errors: int) -> None:
+        elapsed = self.clock() - self.start
+        eta = elapsed / done * (total - done) if done else float("nan")
+        logger().info("%s: %d/%d (%.0f%%), %d errors, ETA %.0fs", self.what, done, total, 100 * done / total, errors, eta)
+        if self.artifact_id is not None:
+            from prefect.artifacts import update_progress_artifact
+
+            update_progress_artifact(self.artifact_id, progress=100.0 * done / total)
