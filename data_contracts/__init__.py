@@ -89,9 +89,13 @@ class ContractOutcome:
 @cache
 def _batch_definition(artifact: str):
     """One ephemeral GX context for the process (no files, no network); one asset per artifact."""
-    source = _context().data_sources.add_or_update_pandas("judgeops")
-    asset = source.add_dataframe_asset(name=artifact)
+    asset = _datasource().add_dataframe_asset(name=artifact)
     return asset.add_batch_definition_whole_dataframe("whole")
+
+
+@cache
+def _datasource():
+    return _context().data_sources.add_pandas("judgeops")
 
 
 @cache

@@ -94,7 +94,7 @@ def to_arrow(name: str, data: pd.DataFrame | pa.Table, spec: ArtifactSchema) -> 
     for field in expected:
         try:
             pa.array(data[field.name], type=field.type, from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+        except (pa.ArrowException, TypeError, ValueError) as exc:
             raise SchemaMismatchError(
                 f"artifact {name!r}, column {field.name!r}: expected {field.type}, got values that do not convert ({exc})"
             ) from exc

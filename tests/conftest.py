@@ -1,0 +1,38 @@
+"""Test settings: no telemetry, a temporary PREFECT_HOME, time for the first database set-up.
+
+Set before anything imports prefect (pytest loads this file first).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="judgeops-prefect-home-")
+os.environ["DO_NOT_TRACK"] = "1"
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
+os.environ["GX_ANALYTICS_ENABLED"] = "false"
+os.environ.pop("PREFECT_API_URL", None)
+
+import pytest  # noqa: E402
+
+from judgeops.config import BankSource, EvaluateConfig, ProfileConfig, StoreConfig  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def small_config(store_url: str, n_items: int = 48) -> EvaluateConfig:
+    """A fast configuration for flow tests: every stage runs, on a few dozen items."""
+    return EvaluateConfig(
+        sources=[BankSource(n_items=n_items, seed=1)],
+        profile=ProfileConfig(n_bootstrap=200),
+        store=StoreConfig(url=store_url),
+    )
+
+
+@pytest.fixture
+def store_url(tmp_path) -> str:
+    return str(tmp_path / "store")

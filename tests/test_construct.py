@@ -1,0 +1,128 @@
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from judgeops.config import BankSource, ConstructionConfig, GateConfig
+from judgeops.schemas.artifacts import ERROR_TYPES
+from judgeops.tasks.construct import build_variants, construct, subtlety_gate
+from judgeops.tasks.construct.operators import OPERATORS, NotApplicable
+from judgeops.tasks.construct.presentation import padded, padding_for, polished, sentences
+from judgeops.tasks.ingest import ingest_items
+
+ANSWER = (
+    "Each day the bakery sells 12 × 4 = 48 rolls. Over 10 days it sells 48 × 10 = 480 rolls. "
+    "This assumes the bakery sells the same 12 boxes on every one of the 10 days. "
+    "Since 10 days is more than one day, the total of 480 is larger than one day's 48. "
+    "Real daily sales usually vary a little around this planned figure. The answer is 480."
+)
+CONDITION = "This assumes the bakery sells the same 12 boxes on every one of the 10 days."
+QUESTION = "A bakery sells 12 boxes of rolls each day, and every box holds 4 rolls. How many rolls in 10 days?"
+
+
+@pytest.fixture(scope="module")
+def built():
+    items = ingest_items([BankSource(n_items=200, seed=2)])
+    return items, construct(items, ConstructionConfig(seed=2))
+
+
+def plant(kind, seed=0):
+    return OPERATORS[kind](ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(seed))
+
+
+def test_fabrication_changes_the_final_answer_consistently():
+    edit = plant("factual_fabrication")
+    flawed = edit.apply(ANSWER)
+    new_value = edit.note.rsplit(" ", 1)[-1]
+    assert edit.note.startswith("the final answer 480 was replaced")
+    assert "480" not in flawed and flawed.count(new_value) == ANSWER.count("480") == 3
+    assert abs(int(new_value) - 480) <= 0.25 * 480
+
+
+def test_reversal_swaps_one_relation():
+    edit = plant("logical_reversal", seed=1)
+    assert (edit.before, edit.after) in {("more than", "less than"), ("larger", "smaller")}
+    assert len(edit.apply(ANSWER)) - len(ANSWER) == len(edit.after) - len(edit.before)
+
+
+def test_overclaim_widens_a_hedge():
+    edit = plant("overclaim")
+    assert (edit.before, edit.after) == ("usually", "always")
+
+
+def test_omission_removes_the_condition_sentence():
+    edit = plant("critical_omission")
+    assert edit.after == "" and CONDITION in edit.before
+    assert edit.apply(ANSWER) == ANSWER.replace(CONDITION + " ", "")
+
+
+def test_an_operator_that_cannot_apply_says_why():
+    with pytest.raises(NotApplicable, match="no number"):
+        OPERATORS["factual_fabrication"]("The argument is valid. The answer is yes.", "yes", "q", [], np.random.default_rng(0))
+
+
+def test_every_pair_is_a_recorded_single_edit(built):
+    _, out = built
+    for p in out["pairs"].itertuples():
+        a, b = p.answer_correct, p.answer_flawed
+        assert a != b
+        assert a[p.edit_start : p.edit_end] == p.edit_before
+        assert a[: p.edit_start] + p.edit_after + a[p.edit_end :] == b
+
+
+def test_types_are_balanced_and_every_attempt_is_logged(built):
+    items, out = built
+    counts = out["pairs"]["error_type"].value_counts()
+    assert set(counts.index) == set(ERROR_TYPES)
+    assert counts.max() - counts.min() <= 0.2 * len(out["pairs"]) / 4 + 2
+    log = out["construction_log"]
+    assert set(log["status"]) <= {"accepted", "skipped", "rejected"}
+    assert (log["status"] == "accepted").sum() == len(out["pairs"])
+    assert set(out["pairs"]["item_id"]) <= set(items["item_id"])
+
+
+def test_six_variants_per_pair_with_gold_positions(built):
+    _, out = built
+    v = out["variants"]
+    assert len(v) == 6 * len(out["pairs"])
+    assert (v.groupby("pair_id").size() == 6).all()
+    assert ((v["order"] == "AB") == (v["gold_position"] == "A")).all()
+
+
+def test_construction_is_deterministic(built):
+    items, out = built
+    again = construct(items, ConstructionConfig(seed=2))
+    for name in out:
+        pd.testing.assert_frame_equal(out[name], again[name])
+
+
+def test_the_gate_rejects_trivial_edits():
+    gate = GateConfig()
+    assert subtlety_gate(ANSWER, ANSWER, gate)[0] is False
+    assert "length ratio" in subtlety_gate(ANSWER, ANSWER[:100], gate)[1]
+    assert "tell-tale" in subtlety_gate(ANSWER, ANSWER.replace("usually", "(wrong) usually"), gate)[1]
+    assert subtlety_gate(ANSWER, ANSWER.replace("usually", "always"), gate)[0] is True
+
+
+_sentence = st.from_regex(r"[A-Z][a-z]{1,8}( [a-z0-9]{1,8}){1,8}\.", fullmatch=True)
+
+
+@given(st.lists(_sentence, min_size=2, max_size=8), st.integers(0, 2**32))
+def test_presentation_never_changes_the_answer_s_sentences(parts, seed):
+    text = " ".join(parts)
+    shown = polished(text)
+    assert all(s in shown for s in sentences(text))
+    prefix, suffix = padding_for(len(text), seed)
+    assert text in padded(text, prefix, suffix)
+    assert len(padded(text, prefix, suffix)) >= 1.8 * len(text) or len(text) > 500
+
+
+@given(st.lists(_sentence, min_size=2, max_size=5), st.lists(_sentence, min_size=2, max_size=5))
+def test_swapping_order_flips_the_gold_position_and_nothing_else(a_parts, b_parts):
+    pair = pd.DataFrame([{"pair_id": "p", "answer_correct": " ".join(a_parts), "answer_flawed": " ".join(b_parts)}])
+    v = build_variants(pair, ConstructionConfig()).set_index(["presentation", "order"])
+    for presentation in ("plain", "polished", "padded"):
+        ab, ba = v.loc[(presentation, "AB")], v.loc[(presentation, "BA")]
+        assert (ab.text_a, ab.text_b) == (ba.text_b, ba.text_a)
+        assert (ab.gold_position, ba.gold_position) == ("A", "B")

@@ -1,0 +1,101 @@
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judgeops.config import BankSource, ConstructionConfig, EvaluateConfig, JudgeConfig
+from judgeops.tasks.construct import construct
+from judgeops.tasks.ingest import ingest_items
+from judgeops.tasks.judges import coverage, judge_variants, to_canonical
+from judgeops.tasks.judges.programmatic import (
+    PROGRAMMATIC_JUDGES,
+    consistency_errors,
+    hedge_preference,
+    length_preference,
+    numeric_consistency,
+    reference_match,
+)
+
+RIGHT = "Each day it sells 12 × 4 = 48 rolls. Since 10 is more than 1, fine. The answer is 480."
+WRONG = "Each day it sells 12 × 4 = 46 rolls. Since 10 is less than 1, fine. The answer is 470."
+
+
+def test_reference_match_reads_the_final_claim():
+    assert reference_match("q", RIGHT, WRONG, "480").verdict == "A"
+    assert reference_match("q", WRONG, RIGHT, "480").verdict == "B"
+    assert reference_match("q", "**The answer is $480.**", "The answer is $470.", "$480").verdict == "A"
+    tie = reference_match("q", RIGHT, RIGHT, "480")
+    assert tie.verdict == "A" and "defaulting to the first" in tie.rationale
+
+
+def test_numeric_consistency_checks_arithmetic_and_comparisons():
+    assert consistency_errors(RIGHT) == []
+    assert len(consistency_errors(WRONG)) == 2
+    assert consistency_errors("Since 38.6 °C is below the 38.5 °C threshold") == ["'38.6 below 38.5' is false"]
+    assert consistency_errors("Ana has lived there 2 years, which meets the minimum of 3 years.") != []
+    assert numeric_consistency("q", WRONG, RIGHT, "").verdict == "B"
+    assert numeric_consistency("q", RIGHT, RIGHT, "").verdict == "tie"
+
+
+def test_length_and_hedge_judges_have_their_documented_biases():
+    assert length_preference("q", "short.", "a much longer answer.", "").verdict == "B"
+    assert hedge_preference("q", "It always works.", "It usually works.", "").verdict == "B"
+    assert hedge_preference("q", "Same.", "Same.", "").verdict == "A"
+
+
+_text = st.text(alphabet=st.sampled_from(list("abc 0123456789×=.usuallyalwaysmore than")), min_size=1, max_size=80)
+
+
+@settings(max_examples=200)
+@given(_text, _text, st.sampled_from(sorted(PROGRAMMATIC_JUDGES)))
+def test_candidate_symmetry_whenever_a_judge_decides_on_content(a, b, name):
+    judge = PROGRAMMATIC_JUDGES[name]
+    forward, backward = judge("q", a, b, "480"), judge("q", b, a, "480")
+    if "defaulting to the first" in forward.rationale or "defaulting to the first" in backward.rationale:
+        return  # the documented position fallback, measured by C7, not hidden
+    assert {forward.verdict, backward.verdict} in ({"A", "B"}, {"tie"})
+    assert abs(forward.p_first - (1 - backward.p_first)) < 1e-9
+
+
+def test_the_panel_runs_on_every_variant_and_coverage_is_honest():
+    items = ingest_items([BankSource(n_items=24, seed=5)])
+    built = construct(items, ConstructionConfig())
+    judges = EvaluateConfig().judges
+    seen = []
+    verdicts = judge_variants(built["variants"], built["pairs"], items, judges, "r", batch_size=50,
+                              progress=lambda done, total, errors: seen.append(done))
+    assert len(verdicts) == len(built["variants"]) * len(judges) and seen[-1] == len(verdicts)
+    assert verdicts["call_id"].is_unique
+    # a judge that crashes on a call, plus a lost row: both counted against coverage
+    broken = verdicts.copy()
+    broken.loc[0, ["verdict", "p_first", "error"]] = [None, None, "RuntimeError: boom"]
+    broken = broken.drop(index=1)
+    cov = coverage(broken, built["variants"], [j.name for j in judges]).set_index("judge_id")
+    first = verdicts.loc[0, "judge_id"]
+    n = len(built["variants"])
+    assert cov.loc[first, "n_expected"] == n
+    assert cov.loc[first, "n_error"] == 2
+    assert cov.loc[first, "n_answered"] + cov.loc[first, "n_tie"] + cov.loc[first, "n_error"] == n
+
+
+def test_to_canonical_is_the_one_mapping_to_the_correct_answer_frame():
+    variants = pd.DataFrame({"variant_id": ["v1", "v2"], "pair_id": "p", "presentation": "plain",
+                             "order": ["AB", "BA"], "gold_position": ["A", "B"]})
+    pairs = pd.DataFrame({"pair_id": ["p"], "error_type": ["overclaim"], "domain": ["math"]})
+    verdicts = pd.DataFrame({"judge_id": "j", "variant_id": ["v1", "v2"], "verdict": ["A", "A"], "p_first": [0.8, 0.8]})
+    c = to_canonical(verdicts, variants, pairs)
+    assert c["correct"].tolist() == [True, False]
+    assert c["p_correct"].round(6).tolist() == [0.8, 0.2]
+
+
+def test_a_judge_error_is_recorded_not_dropped(monkeypatch):
+    items = ingest_items([BankSource(n_items=8, seed=5)])
+    built = construct(items, ConstructionConfig())
+
+    def boom(*args):
+        raise ValueError("cannot read")
+
+    monkeypatch.setitem(PROGRAMMATIC_JUDGES, "hedge_preference", boom)
+    verdicts = judge_variants(built["variants"], built["pairs"], items,
+                              [JudgeConfig(name="h", model="hedge_preference")], "r")
+    assert len(verdicts) == len(built["variants"])
+    assert verdicts["verdict"].isna().all() and verdicts["error"].str.contains("ValueError: cannot read").all()
