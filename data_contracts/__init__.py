@@ -118,6 +118,16 @@ def _describe(cfg) -> str:
     return f"{cfg.type}({args})"
 
 
+def _example_columns(artifact: str, cfg, df: pd.DataFrame) -> list[str]:
+    """The artifact's key columns and the columns the expectation is about: enough to find the row."""
+    from judgeops.schemas.artifacts import schema_for
+
+    kw = cfg.kwargs
+    named = [kw.get("column"), kw.get("column_A"), kw.get("column_B"), *(kw.get("column_list") or [])]
+    columns = [*schema_for(artifact).key, *[c for c in named if c]]
+    return [c for c in dict.fromkeys(columns) if c in df.columns]
+
+
 def check_contract(artifact: str, df: pd.DataFrame, related: Mapping[str, pd.DataFrame] | None = None) -> ContractOutcome:
     """Validate `df` against the suite of `artifact`; return the clean rows, the quarantined rows and the result."""
     from judgeops.data_contracts.suites import SUITES
@@ -147,7 +157,9 @@ def check_contract(artifact: str, df: pd.DataFrame, related: Mapping[str, pd.Dat
                 values = list(info.get("partial_unexpected_list") or [])[:EXAMPLE_ROWS]
                 entry["summary"] = f"{info.get('unexpected_count', len(indices))} of {len(df)} rows unexpected, e.g. values {values}"
                 entry["row_indices"] = [int(i) for i in indices]
-                entry["examples"] = df.iloc[indices[:EXAMPLE_ROWS]].to_string(max_colwidth=40)
+                entry["examples"] = df.iloc[indices[:EXAMPLE_ROWS]][_example_columns(artifact, cfg, df)].to_string(
+                    max_colwidth=48
+                )
             else:
                 entry["summary"] = f"observed {info.get('observed_value', info)}"
         results.append(entry)

@@ -47,9 +47,16 @@ def completed_weeks(deployment: str) -> set[str]:
 
 @flow(name="backfill", flow_run_name="backfill-{start}-to-{end}")
 def backfill(
-    start: dt.date, end: dt.date, deployment: str = DEFAULT_DEPLOYMENT, timeout_s: float = 3600
+    start: dt.date,
+    end: dt.date,
+    deployment: str = DEFAULT_DEPLOYMENT,
+    timeout_s: float = 3600,
+    parameters: dict | None = None,
 ) -> dict[str, str]:
-    """Run `deployment` once per week from `start` to `end`, in order, waiting for each run."""
+    """Run `deployment` once per week from `start` to `end`, in order, waiting for each run.
+
+    parameters: passed to every week's run besides `as_of` (e.g. `config_file`).
+    """
     log = logger()
     done = completed_weeks(deployment)
     outcome: dict[str, str] = {}
@@ -60,7 +67,9 @@ def backfill(
             outcome[key] = "skipped"
             continue
         log.info("backfill: week %s → %s", key, deployment)
-        run = run_deployment(deployment, parameters={"as_of": key}, timeout=timeout_s, flow_run_name=f"evaluate-{key}")
+        run = run_deployment(
+            deployment, parameters={**(parameters or {}), "as_of": key}, timeout=timeout_s, flow_run_name=f"evaluate-{key}"
+        )
         state = run.state
         if state is None or not state.is_completed():
             name = state.name if state else "unknown"

@@ -27,8 +27,16 @@ from rich.table import Table  # noqa: E402
 from judgeops.config import ConfigError, dump_config, load_config  # noqa: E402
 
 console = Console()
-err = Console(stderr=True)
+
+
+def _error(message: str) -> None:
+    """Errors go to stderr unwrapped, so file paths and keys stay on one line."""
+    print(message, file=sys.stderr)
+
 POOL = "judgeops-process"
+# the prefect executable of this environment, so a venv works without being activated
+_beside = Path(sys.executable).parent / "prefect"
+PREFECT = str(_beside) if _beside.exists() else "prefect"
 
 
 def _date(text: str) -> dt.date:
@@ -56,7 +64,7 @@ def cmd_run(args) -> int:
     try:
         result = evaluate(config=config, as_of=args.as_of, reuse=not args.no_reuse)
     except ContractViolation as exc:
-        err.print(f"[red]judgeops run stopped:[/red] {exc}", markup=True, highlight=False)
+        _error(f"judgeops run stopped: {exc}")
         return 1
     print(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
     print(f"artifacts: {Path(result.report).parent}")
@@ -162,14 +170,14 @@ def cmd_deploy(args) -> int:
     _require_api()
     root = project_root()
     _ensure_pool()
-    cmd = ["prefect", "--no-prompt", "deploy", "--all", "--prefect-file", str(root / "deploy" / "prefect.yaml")]
+    cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(root / "deploy" / "prefect.yaml")]
     return subprocess.call(cmd, cwd=root)
 
 
 def _ensure_pool() -> None:
-    exists = subprocess.run(["prefect", "work-pool", "inspect", POOL], capture_output=True).returncode == 0
+    exists = subprocess.run([PREFECT, "work-pool", "inspect", POOL], capture_output=True).returncode == 0
     if not exists:
-        subprocess.run(["prefect", "work-pool", "create", POOL, "--type", "process"], check=True, capture_output=True)
+        subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process"], check=True, capture_output=True)
 
 
 def cmd_server(args) -> int:
@@ -178,7 +186,7 @@ def cmd_server(args) -> int:
 
     api = f"http://127.0.0.1:{args.port}/api"
     env = {**os.environ, "PREFECT_API_URL": api}
-    server = subprocess.Popen(["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(args.port)], env=env)
+    server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(args.port)], env=env)
     worker = None
     try:
         deadline = time.time() + 180
@@ -189,12 +197,12 @@ def cmd_server(args) -> int:
             except httpx.HTTPError:
                 pass
             if server.poll() is not None or time.time() > deadline:
-                err.print("the Prefect server did not start; see its log above")
+                _error("the Prefect server did not start; see its log above")
                 return 1
             time.sleep(1)
         os.environ["PREFECT_API_URL"] = api
         _ensure_pool()
-        worker = subprocess.Popen(["prefect", "worker", "start", "--pool", POOL], env=env)
+        worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", POOL], env=env)
         console.print(f"Prefect UI: http://127.0.0.1:{args.port}   worker: pool {POOL}")
         console.print(f"In another shell: export PREFECT_API_URL={api}; judgeops deploy; judgeops backfill --start ... --end ...")
         while server.poll() is None and worker.poll() is None:
@@ -216,7 +224,11 @@ def cmd_backfill(args) -> int:
     _require_api()
     from judgeops.flows.backfill import backfill
 
-    outcome = backfill(start=args.start, end=args.end, deployment=args.deployment, timeout_s=args.timeout)
+    # the worker loads the same judgeops.yaml (by absolute path) for every week
+    parameters = {"config_file": str(Path(args.config).resolve())} if args.config else {}
+    outcome = backfill(
+        start=args.start, end=args.end, deployment=args.deployment, timeout_s=args.timeout, parameters=parameters
+    )
     for week, status in outcome.items():
         console.print(f"{week}: {status}")
     return 0
@@ -269,13 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except ConfigError as exc:
-        err.print(str(exc), highlight=False, markup=False)
+        _error(str(exc))
         return 2
     except Exception as exc:
         from judgeops.schemas.store import StoreError
 
         if isinstance(exc, StoreError):
-            err.print(f"judgeops: {exc}", highlight=False, markup=False)
+            _error(f"judgeops: {exc}")
             return 1
         raise
 

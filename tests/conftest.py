@@ -36,3 +36,12 @@ def small_config(store_url: str, n_items: int = 48) -> EvaluateConfig:
 @pytest.fixture
 def store_url(tmp_path) -> str:
     return str(tmp_path / "store")
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """A real Prefect API server (SQLite in a temp dir) for the whole session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

@@ -53,7 +53,7 @@ def grouped_ci_chart(profiles: pd.DataFrame, conditions: list[str], title: str) 
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy (95% CI)")
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
     return _png(fig)
 
 
@@ -67,6 +67,7 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
     log = tables["construction_log"]
     wide = profiles.assign(cell=profiles.apply(_cell, axis=1)).pivot(index="judge_id", columns="condition", values="cell")
     wide = wide[[c.name for c in CONDITIONS if c.name in wide.columns]]
+    wide.columns.name = None
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
     acceptance = log.pivot_table(index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0)
     acceptance["acceptance_rate"] = (acceptance.get("accepted", 0) / acceptance.sum(axis=1)).round(3)

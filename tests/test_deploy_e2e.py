@@ -1,0 +1,136 @@
+"""Deployments end to end: a real `prefect server start`, `judgeops deploy`, a process worker,
+a run triggered through the Prefect API, and `judgeops backfill` (twice: the second skips)."""
+
+import datetime as dt
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from judgeops.config import dump_config
+from judgeops.schemas.store import ArtifactStore
+from tests.conftest import ROOT, small_config
+
+pytestmark = pytest.mark.slow
+BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server_and_worker(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_URL": api,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PREFECT_WORKER_QUERY_SECONDS": "2",
+    }
+    logs = home / "server.log"
+    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                              env=env, stdout=open(logs, "w"), stderr=subprocess.STDOUT)
+    worker = None
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None and time.time() < deadline, logs.read_text()[-3000:]
+            time.sleep(1)
+        deploy = subprocess.run([str(BIN / "judgeops"), "deploy"], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "judgeops-process"], cwd=ROOT,
+                                  env=env, stdout=open(home / "worker.log", "w"), stderr=subprocess.STDOUT)
+        yield env, api, home
+    finally:
+        if worker is not None:
+            _stop(worker)
+        _stop(server)
+
+
+def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env, api, home = server_and_worker
+    store_url = str(tmp_path / "store")
+    with temporary_settings({PREFECT_API_URL: api}):
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            deployment = client.read_deployment_by_name("evaluate/evaluate-weekly")
+        assert deployment.schedules and deployment.schedules[0].schedule.cron == "0 6 * * 1"
+        assert deployment.schedules[0].schedule.timezone == "Europe/London"
+        run = run_deployment(
+            "evaluate/evaluate-weekly",
+            parameters={"as_of": "2026-11-16", "config": small_config(store_url, n_items=24).model_dump(mode="json")},
+            timeout=400,
+        )
+    assert run.state.is_completed(), (home / "worker.log").read_text()[-4000:]
+    store = ArtifactStore(store_url)
+    (record,) = store.list_runs()
+    assert record["status"] == "completed" and record["as_of"] == "2026-11-16"
+    assert store.exists("report.html", record["run_id"])
+
+
+def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp_path):
+    env, api, home = server_and_worker
+    store_url = str(tmp_path / "store")
+    config = tmp_path / "judgeops.yaml"
+    config.write_text(dump_config(small_config(store_url, n_items=24)))
+    cmd = [str(BIN / "judgeops"), "--config", str(config), "backfill", "--start", "2026-11-02", "--end", "2026-11-12",
+           "--timeout", "400"]
+    first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:] + (home / "worker.log").read_text()[-3000:]
+    assert "2026-11-02: completed" in first.stdout and "2026-11-09: completed" in first.stdout
+    runs = ArtifactStore(store_url).list_runs()
+    assert [r["as_of"] for r in runs] == ["2026-11-02", "2026-11-09"]  # in order
+    assert all(r["status"] == "completed" for r in runs)
+
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2026-11-02: skipped" in again.stdout and "2026-11-09: skipped" in again.stdout
+    assert len(ArtifactStore(store_url).list_runs()) == 2
+
+
+def test_backfill_without_a_server_says_what_to_do(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path)
+    out = subprocess.run([str(BIN / "judgeops"), "backfill", "--start", "2026-11-02", "--end", "2026-11-09"],
+                         env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "judgeops server" in out.stderr
+
+
+def test_weekly_dates():
+    from judgeops.flows.backfill import weekly_dates
+
+    assert weekly_dates(dt.date(2026, 11, 2), dt.date(2026, 11, 16)) == [
+        dt.date(2026, 11, 2), dt.date(2026, 11, 9), dt.date(2026, 11, 16)]
+    with pytest.raises(ValueError, match="before --start"):
+        weekly_dates(dt.date(2026, 11, 9), dt.date(2026, 11, 2))

@@ -1,0 +1,89 @@
+"""The evaluate flow end to end against a real Prefect server (prefect_test_harness)."""
+
+import datetime as dt
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+from judgeops.data_contracts import ContractViolation
+from judgeops.flows.evaluate import evaluate
+from judgeops.schemas.store import ArtifactIntegrityError, ArtifactStore
+from judgeops.tasks.judges.programmatic import PROGRAMMATIC_JUDGES, PairwiseVerdict
+from tests.conftest import small_config
+
+pytestmark = pytest.mark.slow
+
+TABLES = ["items", "pairs", "construction_log", "variants", "verdicts", "coverage", "consensus", "profiles"]
+AS_OF = dt.date(2026, 11, 23)
+
+
+@pytest.fixture(scope="module")
+def first_run(prefect_server, tmp_path_factory):
+    url = str(tmp_path_factory.mktemp("e2e") / "store")
+    result = evaluate(config=small_config(url), as_of=AS_OF)
+    return url, result
+
+
+def test_the_flow_writes_every_artifact_and_a_report(first_run):
+    url, result = first_run
+    store = ArtifactStore(url, result.run_id)
+    for name in TABLES:
+        assert store.read(name).num_rows > 0, name
+    profiles = store.read_pandas("profiles")
+    judges = set(store.read_pandas("verdicts")["judge_id"])
+    assert judges | {"panel:mv", "panel:avg"} == set(profiles["judge_id"])
+    for judge in judges:
+        mine = set(profiles[profiles["judge_id"] == judge]["condition"])
+        assert {"C1_factual", "C2_logical", "C3_overclaim", "C4_omission", "order_AB", "order_BA"} <= mine
+    assert ((profiles["ci_low"] <= profiles["estimate"]) & (profiles["estimate"] <= profiles["ci_high"])).all()
+    html = open(result.report, encoding="utf-8").read()
+    for needle in ["Accuracy by error type", "Accuracy by display order", "data:image/png;base64", *judges]:
+        assert needle in html
+    assert store.run_record()["status"] == "completed"
+
+
+def test_the_run_and_its_artifacts_are_on_the_prefect_server(first_run):
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"evaluate-{AS_OF}"])))
+        assert runs and runs[0].state.is_completed()
+        keys = {a.key for a in client.read_artifacts() if a.flow_run_id == runs[0].id}
+    assert {"leaderboard", "judge-profiles", "report", "contract-verdicts", "contract-items"} <= keys
+
+
+def test_a_second_run_reuses_every_stage(first_run):
+    url, first = first_run
+    second = evaluate(config=small_config(url), as_of=AS_OF)
+    store = ArtifactStore(url, second.run_id)
+    for name in TABLES:
+        assert store.manifest(name)["reused_from"] == first.run_id, name
+    assert store.manifest("report.html")["run_id"] == second.run_id  # the report is always re-rendered
+
+
+def test_a_corrupted_artifact_fails_the_next_run_naming_it(prefect_server, tmp_path):
+    url = str(tmp_path / "store")
+    first = evaluate(config=small_config(url, n_items=24), as_of=AS_OF)
+    ref = ArtifactStore(url, first.run_id).ref("pairs")
+    path = f"{url}/{ref.path}"
+    data = bytearray(open(path, "rb").read())
+    data[100] ^= 0x01
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(ArtifactIntegrityError, match=r"artifact 'pairs' at .*pairs.parquet is corrupted"):
+        evaluate(config=small_config(url, n_items=24), as_of=AS_OF)
+
+
+def test_a_broken_contract_stops_the_flow_and_nothing_downstream_is_written(prefect_server, tmp_path, monkeypatch):
+    def overconfident(question, a, b, reference):
+        return PairwiseVerdict("A", 1.7, "certain beyond certainty")
+
+    monkeypatch.setitem(PROGRAMMATIC_JUDGES, "hedge_preference", overconfident)
+    url = str(tmp_path / "store")
+    with pytest.raises(ContractViolation, match=r"(?s)artifact 'verdicts' failed.*p_first.*1\.7"):
+        evaluate(config=small_config(url, n_items=24), as_of=AS_OF)
+    store = ArtifactStore(url)
+    (record,) = store.list_runs()
+    assert record["status"] == "failed" and "verdicts" in record["error"]
+    names = {m["name"] for m in store.list_artifacts(record["run_id"])}
+    assert {"items", "pairs", "variants"} <= names
+    assert not names & {"verdicts", "coverage", "consensus", "profiles", "report.html"}
+    assert store.fs.exists(f"{store.root}/runs/{record['run_id']}/verdicts.validation.json")
