@@ -22,7 +22,9 @@ JUDGEOPS = str(Path(sys.executable).parent / "judgeops")
 
 def timed_run(cwd: Path, env: dict) -> tuple[float, str]:
     t0 = time.perf_counter()
-    out = subprocess.run([JUDGEOPS, "run", "--as-of", "2026-11-23"], cwd=cwd, env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [JUDGEOPS, "run", "--as-of", "2026-11-23"], cwd=cwd, env=env, capture_output=True, text=True
+    )
     elapsed = time.perf_counter() - t0
     if out.returncode != 0:
         raise SystemExit(out.stdout[-3000:] + out.stderr[-3000:])
@@ -38,7 +40,9 @@ def main() -> None:
         env = {**os.environ, "PREFECT_HOME": str(cwd / "prefect-home")}
         env.pop("PREFECT_API_URL", None)
         if args.items:
-            (cwd / "judgeops.yaml").write_text(f"sources:\n  - kind: builtin_bank\n    n_items: {args.items}\n")
+            (cwd / "judgeops.yaml").write_text(
+                f"sources:\n  - kind: builtin_bank\n    n_items: {args.items}\n"
+            )
         cold, log_cold = timed_run(cwd, env)
         warm, log_warm = timed_run(cwd, env)
     reused = len(re.findall(r"stage \w+: reused", log_warm))

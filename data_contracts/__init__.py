@@ -83,7 +83,9 @@ class ContractOutcome:
         if FlowRunContext.get() is None and TaskRunContext.get() is None:
             return
         key = "contract-" + re.sub(r"[^a-z0-9-]+", "-", self.artifact.lower())
-        create_markdown_artifact(markdown=self.markdown(), key=key, description=f"data contract of {self.artifact}")
+        create_markdown_artifact(
+            markdown=self.markdown(), key=key, description=f"data contract of {self.artifact}"
+        )
 
 
 @cache
@@ -128,7 +130,9 @@ def _example_columns(artifact: str, cfg, df: pd.DataFrame) -> list[str]:
     return [c for c in dict.fromkeys(columns) if c in df.columns]
 
 
-def check_contract(artifact: str, df: pd.DataFrame, related: Mapping[str, pd.DataFrame] | None = None) -> ContractOutcome:
+def check_contract(
+    artifact: str, df: pd.DataFrame, related: Mapping[str, pd.DataFrame] | None = None
+) -> ContractOutcome:
     """Validate `df` against the suite of `artifact`; return the clean rows, the quarantined rows and the result."""
     from judgeops.data_contracts.suites import SUITES
 
@@ -147,7 +151,12 @@ def check_contract(artifact: str, df: pd.DataFrame, related: Mapping[str, pd.Dat
         cfg = r.expectation_config
         on_fail = (cfg.meta or {}).get("on_fail", "stop")
         info = r.result or {}
-        entry = {"expectation": _describe(cfg), "on_fail": on_fail, "success": bool(r.success), "summary": "ok"}
+        entry = {
+            "expectation": _describe(cfg),
+            "on_fail": on_fail,
+            "success": bool(r.success),
+            "summary": "ok",
+        }
         if r.exception_info and r.exception_info.get("raised_exception"):
             entry.update(success=False, summary=f"could not run: {r.exception_info.get('exception_message')}")
             on_fail = entry["on_fail"] = "stop"
@@ -155,11 +164,13 @@ def check_contract(artifact: str, df: pd.DataFrame, related: Mapping[str, pd.Dat
             indices = list(info.get("unexpected_index_list") or [])
             if indices:
                 values = list(info.get("partial_unexpected_list") or [])[:EXAMPLE_ROWS]
-                entry["summary"] = f"{info.get('unexpected_count', len(indices))} of {len(df)} rows unexpected, e.g. values {values}"
-                entry["row_indices"] = [int(i) for i in indices]
-                entry["examples"] = df.iloc[indices[:EXAMPLE_ROWS]][_example_columns(artifact, cfg, df)].to_string(
-                    max_colwidth=48
+                entry["summary"] = (
+                    f"{info.get('unexpected_count', len(indices))} of {len(df)} rows unexpected, e.g. values {values}"
                 )
+                entry["row_indices"] = [int(i) for i in indices]
+                entry["examples"] = df.iloc[indices[:EXAMPLE_ROWS]][
+                    _example_columns(artifact, cfg, df)
+                ].to_string(max_colwidth=48)
             else:
                 entry["summary"] = f"observed {info.get('observed_value', info)}"
         results.append(entry)
@@ -179,7 +190,8 @@ def check_contract(artifact: str, df: pd.DataFrame, related: Mapping[str, pd.Dat
         quarantined["quarantine_row"] = idx
         quarantined["quarantine_rule"] = ["; ".join(bad_rows[i]) for i in idx]
         quarantined["quarantine_reason"] = [
-            f"row {i} of {artifact} broke {len(bad_rows[i])} row-level rule(s): " + "; ".join(bad_rows[i]) for i in idx
+            f"row {i} of {artifact} broke {len(bad_rows[i])} row-level rule(s): " + "; ".join(bad_rows[i])
+            for i in idx
         ]
         clean = df.drop(index=idx).reset_index(drop=True)
         log.warning("contract %s: %d rows quarantined to %s__quarantine", artifact, len(idx), artifact)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 
 import pandas as pd
 from great_expectations import expectations as gxe
+
 from judgeops.schemas.artifacts import DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS, VERDICTS
 
 STOP = {"on_fail": "stop"}
@@ -55,7 +56,9 @@ def _references(column: str, parent: str, parent_column: str, related: Mapping[s
     values = related[parent][parent_column].dropna().unique().tolist()
     return [
         gxe.ExpectColumnValuesToBeInSet(
-            column=column, value_set=values, meta={**STOP, "rule": f"{column} references {parent}.{parent_column}"}
+            column=column,
+            value_set=values,
+            meta={**STOP, "rule": f"{column} references {parent}.{parent_column}"},
         )
     ]
 
@@ -159,8 +162,12 @@ def profiles_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
         _probability("estimate"),
         _probability("ci_low"),
         _probability("ci_high"),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="estimate", column_B="ci_low", or_equal=True, meta=STOP),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="estimate", or_equal=True, meta=STOP),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="estimate", column_B="ci_low", or_equal=True, meta=STOP
+        ),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="ci_high", column_B="estimate", or_equal=True, meta=STOP
+        ),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
         _in("evidence", {"direct", "approx", "augmented"}),
     ]

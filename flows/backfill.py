@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-from judgeops.tasks.stages import logger
 from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
@@ -21,6 +20,8 @@ from prefect.client.schemas.filters import (
 )
 from prefect.client.schemas.objects import StateType
 from prefect.deployments import run_deployment
+
+from judgeops.tasks.stages import logger
 
 DEFAULT_DEPLOYMENT = "evaluate/evaluate-weekly"
 
@@ -68,12 +69,19 @@ def backfill(
             continue
         log.info("backfill: week %s → %s", key, deployment)
         run = run_deployment(
-            deployment, parameters={**(parameters or {}), "as_of": key}, timeout=timeout_s, flow_run_name=f"evaluate-{key}"
+            deployment,
+            parameters={**(parameters or {}), "as_of": key},
+            timeout=timeout_s,
+            flow_run_name=f"evaluate-{key}",
         )
         state = run.state
         if state is None or not state.is_completed():
             name = state.name if state else "unknown"
-            hint = " (no worker picked it up? start one with `judgeops server`)" if name in ("Scheduled", "Pending") else ""
+            hint = (
+                " (no worker picked it up? start one with `judgeops server`)"
+                if name in ("Scheduled", "Pending")
+                else ""
+            )
             raise RuntimeError(f"backfill: week {key} ended in state {name}{hint}; later weeks were not run")
         outcome[key] = "completed"
     return outcome

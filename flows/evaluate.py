@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from prefect import flow, runtime
+from pydantic import BaseModel
+
+from judgeops.config import EvaluateConfig, load_config
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.stages import (
     aggregate_stage,
@@ -20,10 +24,6 @@ from judgeops.tasks.stages import (
     report_stage,
     validate_stage,
 )
-from prefect import flow, runtime
-from pydantic import BaseModel
-
-from judgeops.config import EvaluateConfig, load_config
 
 
 class EvaluateResult(BaseModel):
@@ -64,8 +64,12 @@ def evaluate(
         config = load_config(config_file) if config_file else EvaluateConfig()
     as_of = _as_of(as_of)
     store = ArtifactStore(config.store.url, new_run_id(as_of))
-    record = {"flow": "evaluate", "as_of": as_of.isoformat(), "config": config.model_dump(mode="json"),
-              "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    record = {
+        "flow": "evaluate",
+        "as_of": as_of.isoformat(),
+        "config": config.model_dump(mode="json"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
     store.write_run_record({**record, "status": "running"})
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
     try:
@@ -73,10 +77,14 @@ def evaluate(
         built = construct_stage(store, items, config.construction, reuse)
         verdicts = judge_stage(store, {**items, **built}, config.judges, config.batch_size, reuse)
         coverage = validate_stage(store, {**verdicts, "variants": built["variants"]}, config.judges, reuse)
-        consensus = aggregate_stage(store, {**verdicts, "variants": built["variants"]}, config.aggregation, reuse)
+        consensus = aggregate_stage(
+            store, {**verdicts, "variants": built["variants"]}, config.aggregation, reuse
+        )
         profiles = profile_stage(
-            store, {**verdicts, **consensus, "variants": built["variants"], "pairs": built["pairs"]},
-            config.profile, reuse,
+            store,
+            {**verdicts, **consensus, "variants": built["variants"], "pairs": built["pairs"]},
+            config.profile,
+            reuse,
         )
         report = report_stage(
             store,

@@ -33,6 +33,7 @@ def _error(message: str) -> None:
     """Errors go to stderr unwrapped, so file paths and keys stay on one line."""
     print(message, file=sys.stderr)
 
+
 POOL = "judgeops-process"
 # the prefect executable of this environment, so a venv works without being activated
 _beside = Path(sys.executable).parent / "prefect"
@@ -83,7 +84,10 @@ def cmd_report(args) -> int:
     tables = {n: store.read_pandas(n) for n in names}
     record = store.run_record()
     html = report_module.render_report(
-        tables, run_id=run_id, title=f"judgeops evaluation, {record.get('as_of', '')}", artifacts=store.list_artifacts()
+        tables,
+        run_id=run_id,
+        title=f"judgeops evaluation, {record.get('as_of', '')}",
+        artifacts=store.list_artifacts(),
     )
     ref = store.write_file("report.html", html.encode(), parents={n: store.ref(n) for n in names})
     print(f"report: {store.display_path(ref.path)}")
@@ -109,8 +113,13 @@ def cmd_store_ls(args) -> int:
         for col in ("run_id", "as_of", "status", "started", "artifacts"):
             table.add_column(col)
         for r in runs:
-            table.add_row(r["run_id"], r.get("as_of", ""), r.get("status", ""), r.get("started_at", ""),
-                          str(len(store.list_artifacts(r["run_id"]))))
+            table.add_row(
+                r["run_id"],
+                r.get("as_of", ""),
+                r.get("status", ""),
+                r.get("started_at", ""),
+                str(len(store.list_artifacts(r["run_id"]))),
+            )
         console.print(table)
         console.print("`judgeops store ls --run RUN_ID` (or --all) lists a run's artifacts.")
         return 0
@@ -119,8 +128,13 @@ def cmd_store_ls(args) -> int:
         for col in ("artifact", "rows", "sha256", "age", "from run"):
             table.add_column(col)
         for m in store.list_artifacts(r["run_id"]):
-            table.add_row(m["name"], str(m["rows"]), m["sha256"][:16], _age(m["created_at"]),
-                          m.get("reused_from", "this run"))
+            table.add_row(
+                m["name"],
+                str(m["rows"]),
+                m["sha256"][:16],
+                _age(m["created_at"]),
+                m.get("reused_from", "this run"),
+            )
         console.print(table)
     return 0
 
@@ -149,7 +163,9 @@ def project_root() -> Path:
     import judgeops.flows
 
     for candidate in (Path.cwd(), Path(judgeops.flows.__file__).resolve().parent.parent):
-        if (candidate / "deploy" / "prefect.yaml").exists() and (candidate / "flows" / "evaluate.py").exists():
+        if (candidate / "deploy" / "prefect.yaml").exists() and (
+            candidate / "flows" / "evaluate.py"
+        ).exists():
             return candidate
     raise SystemExit("judgeops deploy needs the project checkout (deploy/prefect.yaml): run it from there")
 
@@ -177,7 +193,9 @@ def cmd_deploy(args) -> int:
 def _ensure_pool() -> None:
     exists = subprocess.run([PREFECT, "work-pool", "inspect", POOL], capture_output=True).returncode == 0
     if not exists:
-        subprocess.run([PREFECT, "work-pool", "create", POOL, "--type", "process"], check=True, capture_output=True)
+        subprocess.run(
+            [PREFECT, "work-pool", "create", POOL, "--type", "process"], check=True, capture_output=True
+        )
 
 
 def cmd_server(args) -> int:
@@ -186,7 +204,9 @@ def cmd_server(args) -> int:
 
     api = f"http://127.0.0.1:{args.port}/api"
     env = {**os.environ, "PREFECT_API_URL": api}
-    server = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(args.port)], env=env)
+    server = subprocess.Popen(
+        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(args.port)], env=env
+    )
     worker = None
     try:
         deadline = time.time() + 180
@@ -204,7 +224,9 @@ def cmd_server(args) -> int:
         _ensure_pool()
         worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", POOL], env=env)
         console.print(f"Prefect UI: http://127.0.0.1:{args.port}   worker: pool {POOL}")
-        console.print(f"In another shell: export PREFECT_API_URL={api}; judgeops deploy; judgeops backfill --start ... --end ...")
+        console.print(
+            f"In another shell: export PREFECT_API_URL={api}; judgeops deploy; judgeops backfill --start ... --end ..."
+        )
         while server.poll() is None and worker.poll() is None:
             time.sleep(1)
         return 1
@@ -227,7 +249,11 @@ def cmd_backfill(args) -> int:
     # the worker loads the same judgeops.yaml (by absolute path) for every week
     parameters = {"config_file": str(Path(args.config).resolve())} if args.config else {}
     outcome = backfill(
-        start=args.start, end=args.end, deployment=args.deployment, timeout_s=args.timeout, parameters=parameters
+        start=args.start,
+        end=args.end,
+        deployment=args.deployment,
+        timeout_s=args.timeout,
+        parameters=parameters,
     )
     for week, status in outcome.items():
         console.print(f"{week}: {status}")
@@ -236,7 +262,9 @@ def cmd_backfill(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="judgeops", description="How far to trust your LLM judges.")
-    p.add_argument("--config", help="judgeops.yaml (default: ./judgeops.yaml if present, else the embedded default)")
+    p.add_argument(
+        "--config", help="judgeops.yaml (default: ./judgeops.yaml if present, else the embedded default)"
+    )
     p.add_argument("--store", help="artifact store URL (overrides store.url of the config)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -249,19 +277,25 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--run", help="run id (default: the latest completed run)")
     rep.set_defaults(fn=cmd_report)
 
-    store = sub.add_parser("store", help="inspect the artifact store").add_subparsers(dest="store_command", required=True)
+    store = sub.add_parser("store", help="inspect the artifact store").add_subparsers(
+        dest="store_command", required=True
+    )
     ls = store.add_parser("ls", help="list runs, or one run's artifacts with rows, hash and age")
     ls.add_argument("--run", help="list this run's artifacts")
     ls.add_argument("--all", action="store_true", help="list every run's artifacts")
     ls.set_defaults(fn=cmd_store_ls)
-    show = store.add_parser("show", help="an artifact's manifest and first rows (reading checks hash and schema)")
+    show = store.add_parser(
+        "show", help="an artifact's manifest and first rows (reading checks hash and schema)"
+    )
     show.add_argument("name")
     show.add_argument("--run", help="run id (default: the latest run)")
     show.add_argument("--rows", type=int, default=5)
     show.set_defaults(fn=cmd_store_show)
 
     sub.add_parser("config", help="print the effective configuration as YAML").set_defaults(fn=cmd_config)
-    sub.add_parser("deploy", help="register the deployments of deploy/prefect.yaml").set_defaults(fn=cmd_deploy)
+    sub.add_parser("deploy", help="register the deployments of deploy/prefect.yaml").set_defaults(
+        fn=cmd_deploy
+    )
 
     srv = sub.add_parser("server", help="start a local Prefect server and a process worker")
     srv.add_argument("--port", type=int, default=4200)

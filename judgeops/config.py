@@ -35,7 +35,9 @@ class BankSource(_Strict):
     """The built-in item bank: procedurally generated questions with known answers."""
 
     kind: Literal["builtin_bank"] = "builtin_bank"
-    n_items: int = Field(1000, ge=1, le=100_000, description="items drawn from the bank, balanced over domains")
+    n_items: int = Field(
+        1000, ge=1, le=100_000, description="items drawn from the bank, balanced over domains"
+    )
     seed: int = 0
 
 
@@ -96,7 +98,9 @@ class ProfileConfig(_Strict):
 
 
 class StoreConfig(_Strict):
-    url: str = Field(DEFAULT_STORE_URL, description="fsspec URL: a local path, file://..., s3://bucket/prefix")
+    url: str = Field(
+        DEFAULT_STORE_URL, description="fsspec URL: a local path, file://..., s3://bucket/prefix"
+    )
 
 
 class EvaluateConfig(_Strict):
@@ -162,7 +166,9 @@ def load_config(path: str | Path | None = None) -> EvaluateConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if data is not None and not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}"
+        )
     return parse_config(data, str(path))
 
 

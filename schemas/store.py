@@ -28,10 +28,10 @@ import fsspec
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from judgeops.schemas.artifacts import ArtifactSchema, base_name, schema_for
 from pydantic import BaseModel
 
 from judgeops import __version__
+from judgeops.schemas.artifacts import ArtifactSchema, base_name, schema_for
 
 DEFAULT_STORE_URL = "./.judgeops/store"
 
@@ -209,7 +209,9 @@ class ArtifactStore:
         self._put_json(f"{self._run_rel()}/{name}.manifest.json", manifest)
         return ref
 
-    def write_file(self, name: str, payload: bytes, *, parents: Mapping[str, ArtifactRef] | None = None) -> ArtifactRef:
+    def write_file(
+        self, name: str, payload: bytes, *, parents: Mapping[str, ArtifactRef] | None = None
+    ) -> ArtifactRef:
         """A non-tabular artifact (the HTML report), with the same manifest and hash check."""
         rel = f"{self._run_rel()}/{name}"
         self._put_atomic(rel, payload)
@@ -245,7 +247,9 @@ class ArtifactStore:
         """The artifact's bytes, after checking them against the manifest's sha256."""
         path = self._abs(ref.path)
         if not self.fs.exists(path):
-            raise ArtifactNotFoundError(f"artifact {ref.name!r}: data file {self.display_path(ref.path)} is missing")
+            raise ArtifactNotFoundError(
+                f"artifact {ref.name!r}: data file {self.display_path(ref.path)} is missing"
+            )
         payload = self.fs.cat_file(path)
         actual = hashlib.sha256(payload).hexdigest()
         if actual != ref.sha256:
@@ -317,7 +321,9 @@ class ArtifactStore:
 
     # -- runs ----------------------------------------------------------------------------------
     def write_run_record(self, record: Mapping[str, Any]) -> None:
-        self._put_json(f"{self._run_rel()}/run.json", {**record, "run_id": self.run_id, "updated_at": _utcnow()})
+        self._put_json(
+            f"{self._run_rel()}/run.json", {**record, "run_id": self.run_id, "updated_at": _utcnow()}
+        )
 
     def run_record(self, run_id: str | None = None) -> dict:
         return self._get_json(f"{self._run_rel(run_id)}/run.json")

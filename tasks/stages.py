@@ -15,11 +15,17 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import time
 import types
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
 
 import judgeops.tasks.aggregate as aggregate_module
 import judgeops.tasks.construct as construct_module
@@ -27,13 +33,8 @@ import judgeops.tasks.ingest as ingest_module
 import judgeops.tasks.judges as judges_module
 import judgeops.tasks.profile as profile_module
 import judgeops.tasks.report as report_module
-import pandas as pd
-from judgeops.schemas.store import ArtifactRef, ArtifactStore, stable_hash
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel
-
 from judgeops.config import AggregationConfig, ConstructionConfig, JudgeConfig, ProfileConfig, Source
+from judgeops.schemas.store import ArtifactRef, ArtifactStore, stable_hash
 
 Refs = dict[str, ArtifactRef]
 
@@ -89,20 +90,27 @@ def run_stage(
 ) -> Refs:
     log = logger()
     params = _jsonable(dict(params))
-    key = stable_hash({
-        "stage": stage,
-        "code": code_fingerprint(code),
-        "params": params,
-        "inputs": {name: ref.sha256 for name, ref in sorted(inputs.items())},
-        "extra": dict(extra_key or {}),
-    })
+    key = stable_hash(
+        {
+            "stage": stage,
+            "code": code_fingerprint(code),
+            "params": params,
+            "inputs": {name: ref.sha256 for name, ref in sorted(inputs.items())},
+            "extra": dict(extra_key or {}),
+        }
+    )
     if reuse:
         found = store.find_stage_outputs(stage, key)
         if found is not None:
             store.adopt(found)
             runs = sorted({r.run_id for r in found.values()})
-            log.info("stage %s: reused %s from run %s (inputs and parameters unchanged, key %s)",
-                     stage, ", ".join(f"{n} ({r.rows} rows)" for n, r in found.items()), ", ".join(runs), key[:12])
+            log.info(
+                "stage %s: reused %s from run %s (inputs and parameters unchanged, key %s)",
+                stage,
+                ", ".join(f"{n} ({r.rows} rows)" for n, r in found.items()),
+                ", ".join(runs),
+                key[:12],
+            )
             return found
     log.info("stage %s: computing (key %s)", stage, key[:12])
     tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
@@ -110,7 +118,9 @@ def run_stage(
     refs: Refs = {}
     related = dict(tables)
     for name, df in outputs.items():
-        refs[name] = store.write(name, df, parents=inputs, params=params, stage=stage, stage_key=key, related=related)
+        refs[name] = store.write(
+            name, df, parents=inputs, params=params, stage=stage, stage_key=key, related=related
+        )
         related[name] = df
     store.record_stage_outputs(stage, key, refs)
     log.info("stage %s: wrote %s", stage, ", ".join(f"{n} ({r.rows} rows)" for n, r in refs.items()))
@@ -130,17 +140,29 @@ def _file_hashes(sources: list[Source]) -> dict[str, str]:
 @task(name="ingest", cache_policy=NO_CACHE)
 def ingest_stage(store: ArtifactStore, sources: list[Source], reuse: bool = True) -> Refs:
     return run_stage(
-        store, "ingest", ingest_module, {}, {"sources": sources},
+        store,
+        "ingest",
+        ingest_module,
+        {},
+        {"sources": sources},
         lambda _: {"items": ingest_module.ingest_items(sources)},
-        reuse, extra_key=_file_hashes(sources),
+        reuse,
+        extra_key=_file_hashes(sources),
     )
 
 
 @task(name="construct", cache_policy=NO_CACHE)
-def construct_stage(store: ArtifactStore, items: Refs, config: ConstructionConfig, reuse: bool = True) -> Refs:
+def construct_stage(
+    store: ArtifactStore, items: Refs, config: ConstructionConfig, reuse: bool = True
+) -> Refs:
     return run_stage(
-        store, "construct", construct_module, items, {"construction": config},
-        lambda t: construct_module.construct(t["items"], config), reuse,
+        store,
+        "construct",
+        construct_module,
+        items,
+        {"construction": config},
+        lambda t: construct_module.construct(t["items"], config),
+        reuse,
     )
 
 
@@ -168,7 +190,12 @@ def validate_stage(store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig]
         for row in low.itertuples():
             logger().warning(
                 "coverage: judge %s answered %d of %d calls (%d ties, %d unparsable, %d errors)",
-                row.judge_id, row.n_answered, row.n_expected, row.n_tie, row.n_unparsable, row.n_error,
+                row.judge_id,
+                row.n_answered,
+                row.n_expected,
+                row.n_tie,
+                row.n_unparsable,
+                row.n_error,
             )
         return {"coverage": table}
 
@@ -176,10 +203,17 @@ def validate_stage(store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig]
 
 
 @task(name="aggregate", cache_policy=NO_CACHE)
-def aggregate_stage(store: ArtifactStore, inputs: Refs, config: AggregationConfig, reuse: bool = True) -> Refs:
+def aggregate_stage(
+    store: ArtifactStore, inputs: Refs, config: AggregationConfig, reuse: bool = True
+) -> Refs:
     return run_stage(
-        store, "aggregate", aggregate_module, inputs, {"aggregation": config},
-        lambda t: {"consensus": aggregate_module.aggregate(t["verdicts"], t["variants"], config.methods)}, reuse,
+        store,
+        "aggregate",
+        aggregate_module,
+        inputs,
+        {"aggregation": config},
+        lambda t: {"consensus": aggregate_module.aggregate(t["verdicts"], t["variants"], config.methods)},
+        reuse,
     )
 
 
@@ -197,7 +231,9 @@ def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reu
 def report_stage(store: ArtifactStore, inputs: Refs, title: str) -> ArtifactRef:
     """Always re-rendered (cheap), so the report names the run that produced it."""
     tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
-    html = report_module.render_report(tables, run_id=store.run_id, title=title, artifacts=store.list_artifacts())
+    html = report_module.render_report(
+        tables, run_id=store.run_id, title=title, artifacts=store.list_artifacts()
+    )
     ref = store.write_file("report.html", html.encode(), parents=inputs)
     report_module.publish(tables, store.display_path(ref.path))
     logger().info("report: %s", store.display_path(ref.path))
@@ -208,22 +244,27 @@ class _Progress:
     """Calls done / total with ETA in the log and as a Prefect progress artifact."""
 
     def __init__(self, what: str):
-        import time
-
-        self.what, self.start, self.clock = what, time.perf_counter(), time.perf_counter
-        self.artifact_id = None
+        from prefect.artifacts import create_progress_artifact
         from prefect.context import TaskRunContext
 
+        self.what, self.start = what, time.perf_counter()
+        self.artifact_id = None
         if TaskRunContext.get() is not None:
-            from prefect.artifacts import create_progress_artifact
-
             self.artifact_id = create_progress_artifact(progress=0.0, description=what)
 
     def __call__(self, done: int, total: int, errors: int) -> None:
-        elapsed = self.clock() - self.start
-        eta = elapsed / done * (total - done) if done else float("nan")
-        logger().info("%s: %d/%d (%.0f%%), %d errors, ETA %.0fs", self.what, done, total, 100 * done / total, errors, eta)
-        if self.artifact_id is not None:
-            from prefect.artifacts import update_progress_artifact
+        from prefect.artifacts import update_progress_artifact
 
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / done * (total - done) if done else float("nan")
+        logger().info(
+            "%s: %d/%d (%.0f%%), %d errors, ETA %.0fs",
+            self.what,
+            done,
+            total,
+            100 * done / total,
+            errors,
+            eta,
+        )
+        if self.artifact_id is not None:
             update_progress_artifact(self.artifact_id, progress=100.0 * done / total)

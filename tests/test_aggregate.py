@@ -18,12 +18,14 @@ def test_score_average():
 
 def test_consensus_keeps_every_unit_even_without_votes():
     variants = pd.DataFrame({"variant_id": ["v1", "v2", "v3"]})
-    verdicts = pd.DataFrame({
-        "judge_id": ["a", "b", "c", "a", "b", "a"],
-        "variant_id": ["v1", "v1", "v1", "v2", "v2", "v3"],
-        "verdict": ["A", "A", "B", "A", "B", None],
-        "p_first": [0.9, 0.8, 0.1, 0.9, 0.1, None],
-    })
+    verdicts = pd.DataFrame(
+        {
+            "judge_id": ["a", "b", "c", "a", "b", "a"],
+            "variant_id": ["v1", "v1", "v1", "v2", "v2", "v3"],
+            "verdict": ["A", "A", "B", "A", "B", None],
+            "p_first": [0.9, 0.8, 0.1, 0.9, 0.1, None],
+        }
+    )
     c = aggregate(verdicts, variants, ["mv", "avg"]).set_index(["method", "unit_id"])
     assert c.loc[("mv", "v1"), "label"] == "A" and c.loc[("mv", "v1"), "n_votes"] == 3
     assert abs(c.loc[("mv", "v1"), "score"] - 1 / 3) < 1e-9
@@ -37,7 +39,9 @@ def test_consensus_keeps_every_unit_even_without_votes():
 
 def test_swapping_candidates_flips_the_panel_decision():
     variants = pd.DataFrame({"variant_id": ["v"]})
-    fwd = pd.DataFrame({"judge_id": list("abc"), "variant_id": "v", "verdict": list("AAB"), "p_first": [0.9, 0.7, 0.2]})
+    fwd = pd.DataFrame(
+        {"judge_id": list("abc"), "variant_id": "v", "verdict": list("AAB"), "p_first": [0.9, 0.7, 0.2]}
+    )
     bwd = fwd.assign(verdict=fwd["verdict"].map({"A": "B", "B": "A"}), p_first=1 - fwd["p_first"])
     f = aggregate(fwd, variants, ["mv", "avg"]).set_index("method")
     b = aggregate(bwd, variants, ["mv", "avg"]).set_index("method")

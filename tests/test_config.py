@@ -19,11 +19,23 @@ def test_a_dumped_config_loads_back(tmp_path):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("judges:\n  - name: x\n    model: gpt5\n", r"judgeops.yaml: judges\[0\]\.model: Input should be 'reference_match'.*\(got 'gpt5'\)"),
-        ("construction:\n  seeed: 3\n", r"judgeops.yaml: construction\.seeed: Extra inputs are not permitted"),
+        (
+            "judges:\n  - name: x\n    model: gpt5\n",
+            r"judgeops.yaml: judges\[0\]\.model: Input should be 'reference_match'.*\(got 'gpt5'\)",
+        ),
+        (
+            "construction:\n  seeed: 3\n",
+            r"judgeops.yaml: construction\.seeed: Extra inputs are not permitted",
+        ),
         ("sources:\n  - kind: file\n", r"judgeops.yaml: sources\[0\]\.path: Field required"),
-        ("profile:\n  n_bootstrap: 5\n", r"profile\.n_bootstrap: Input should be greater than or equal to 100"),
-        ("judges: [{name: a, model: length_preference}, {name: a, model: hedge_preference}]\n", r"repeated: \['a'\]"),
+        (
+            "profile:\n  n_bootstrap: 5\n",
+            r"profile\.n_bootstrap: Input should be greater than or equal to 100",
+        ),
+        (
+            "judges: [{name: a, model: length_preference}, {name: a, model: hedge_preference}]\n",
+            r"repeated: \['a'\]",
+        ),
         ("- just\n- a list\n", r"expected a mapping of sections"),
         ("judges: [\n", r"not valid YAML"),
     ],

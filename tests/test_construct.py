@@ -18,7 +18,9 @@ ANSWER = (
     "Real daily sales usually vary a little around this planned figure. The answer is 480."
 )
 CONDITION = "This assumes the bakery sells the same 12 boxes on every one of the 10 days."
-QUESTION = "A bakery sells 12 boxes of rolls each day, and every box holds 4 rolls. How many rolls in 10 days?"
+QUESTION = (
+    "A bakery sells 12 boxes of rolls each day, and every box holds 4 rolls. How many rolls in 10 days?"
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,9 @@ def test_omission_removes_the_condition_sentence():
 
 def test_an_operator_that_cannot_apply_says_why():
     with pytest.raises(NotApplicable, match="no number"):
-        OPERATORS["factual_fabrication"]("The argument is valid. The answer is yes.", "yes", "q", [], np.random.default_rng(0))
+        OPERATORS["factual_fabrication"](
+            "The argument is valid. The answer is yes.", "yes", "q", [], np.random.default_rng(0)
+        )
 
 
 def test_every_pair_is_a_recorded_single_edit(built):
@@ -120,7 +124,9 @@ def test_presentation_never_changes_the_answer_s_sentences(parts, seed):
 
 @given(st.lists(_sentence, min_size=2, max_size=5), st.lists(_sentence, min_size=2, max_size=5))
 def test_swapping_order_flips_the_gold_position_and_nothing_else(a_parts, b_parts):
-    pair = pd.DataFrame([{"pair_id": "p", "answer_correct": " ".join(a_parts), "answer_flawed": " ".join(b_parts)}])
+    pair = pd.DataFrame(
+        [{"pair_id": "p", "answer_correct": " ".join(a_parts), "answer_flawed": " ".join(b_parts)}]
+    )
     v = build_variants(pair, ConstructionConfig()).set_index(["presentation", "order"])
     for presentation in ("plain", "polished", "padded"):
         ab, ba = v.loc[(presentation, "AB")], v.loc[(presentation, "BA")]

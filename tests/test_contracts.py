@@ -9,21 +9,23 @@ from tests.test_store import items_frame
 
 
 def verdicts_frame(n: int = 4) -> pd.DataFrame:
-    return pd.DataFrame({
-        "call_id": [f"c{k}" for k in range(n)],
-        "run_id": "r",
-        "judge_id": "j",
-        "protocol": "pairwise",
-        "variant_id": [f"v{k}" for k in range(n)],
-        "response_id": None,
-        "verdict": "A",
-        "p_first": 0.9,
-        "rationale": "because",
-        "latency_ms": 1.0,
-        "tokens": None,
-        "cached": False,
-        "error": None,
-    })
+    return pd.DataFrame(
+        {
+            "call_id": [f"c{k}" for k in range(n)],
+            "run_id": "r",
+            "judge_id": "j",
+            "protocol": "pairwise",
+            "variant_id": [f"v{k}" for k in range(n)],
+            "response_id": None,
+            "verdict": "A",
+            "p_first": 0.9,
+            "rationale": "because",
+            "latency_ms": 1.0,
+            "tokens": None,
+            "cached": False,
+            "error": None,
+        }
+    )
 
 
 def test_a_probability_of_1_7_stops_with_a_readable_message(store_url):
@@ -46,8 +48,10 @@ def test_referential_integrity_uses_the_parent_artifact():
     variants = pd.DataFrame({"variant_id": ["v0", "v1"]})
     outcome = check_contract("verdicts", verdicts_frame(3), related={"variants": variants})
     assert not outcome.passed
-    assert any("variant_id references variants.variant_id" in f["expectation"] or "variant_id" in f["expectation"]
-               for f in outcome.stop_failures)
+    assert any(
+        "variant_id references variants.variant_id" in f["expectation"] or "variant_id" in f["expectation"]
+        for f in outcome.stop_failures
+    )
     assert check_contract("verdicts", verdicts_frame(2), related={"variants": variants}).passed
 
 
@@ -55,7 +59,9 @@ def test_duplicate_keys_stop():
     df = verdicts_frame(3)
     df.loc[2, "call_id"] = "c0"
     outcome = check_contract("verdicts", df)
-    assert [f["expectation"] for f in outcome.stop_failures] == ["expect_column_values_to_be_unique(column=call_id)"]
+    assert [f["expectation"] for f in outcome.stop_failures] == [
+        "expect_column_values_to_be_unique(column=call_id)"
+    ]
 
 
 def test_row_level_defects_go_to_quarantine_with_the_reason(store_url):

@@ -50,8 +50,12 @@ def server_and_worker(tmp_path_factory):
         "PREFECT_WORKER_QUERY_SECONDS": "2",
     }
     logs = home / "server.log"
-    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=open(logs, "w"), stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=open(logs, "w"),
+        stderr=subprocess.STDOUT,
+    )
     worker = None
     try:
         deadline = time.time() + 180
@@ -63,10 +67,17 @@ def server_and_worker(tmp_path_factory):
                 pass
             assert server.poll() is None and time.time() < deadline, logs.read_text()[-3000:]
             time.sleep(1)
-        deploy = subprocess.run([str(BIN / "judgeops"), "deploy"], cwd=ROOT, env=env, capture_output=True, text=True)
+        deploy = subprocess.run(
+            [str(BIN / "judgeops"), "deploy"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
         assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
-        worker = subprocess.Popen([str(BIN / "prefect"), "worker", "start", "--pool", "judgeops-process"], cwd=ROOT,
-                                  env=env, stdout=open(home / "worker.log", "w"), stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [str(BIN / "prefect"), "worker", "start", "--pool", "judgeops-process"],
+            cwd=ROOT,
+            env=env,
+            stdout=open(home / "worker.log", "w"),
+            stderr=subprocess.STDOUT,
+        )
         yield env, api, home
     finally:
         if worker is not None:
@@ -89,7 +100,10 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
         assert deployment.schedules[0].schedule.timezone == "Europe/London"
         run = run_deployment(
             "evaluate/evaluate-weekly",
-            parameters={"as_of": "2026-11-16", "config": small_config(store_url, n_items=24).model_dump(mode="json")},
+            parameters={
+                "as_of": "2026-11-16",
+                "config": small_config(store_url, n_items=24).model_dump(mode="json"),
+            },
             timeout=400,
         )
     assert run.state.is_completed(), (home / "worker.log").read_text()[-4000:]
@@ -104,10 +118,22 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     store_url = str(tmp_path / "store")
     config = tmp_path / "judgeops.yaml"
     config.write_text(dump_config(small_config(store_url, n_items=24)))
-    cmd = [str(BIN / "judgeops"), "--config", str(config), "backfill", "--start", "2026-11-02", "--end", "2026-11-12",
-           "--timeout", "400"]
+    cmd = [
+        str(BIN / "judgeops"),
+        "--config",
+        str(config),
+        "backfill",
+        "--start",
+        "2026-11-02",
+        "--end",
+        "2026-11-12",
+        "--timeout",
+        "400",
+    ]
     first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:] + (home / "worker.log").read_text()[-3000:]
+    assert first.returncode == 0, (
+        first.stdout[-3000:] + first.stderr[-3000:] + (home / "worker.log").read_text()[-3000:]
+    )
     assert "2026-11-02: completed" in first.stdout and "2026-11-09: completed" in first.stdout
     runs = ArtifactStore(store_url).list_runs()
     assert [r["as_of"] for r in runs] == ["2026-11-02", "2026-11-09"]  # in order
@@ -122,8 +148,12 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
 def test_backfill_without_a_server_says_what_to_do(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path)
-    out = subprocess.run([str(BIN / "judgeops"), "backfill", "--start", "2026-11-02", "--end", "2026-11-09"],
-                         env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [str(BIN / "judgeops"), "backfill", "--start", "2026-11-02", "--end", "2026-11-09"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode != 0 and "judgeops server" in out.stderr
 
 
@@ -131,6 +161,9 @@ def test_weekly_dates():
     from judgeops.flows.backfill import weekly_dates
 
     assert weekly_dates(dt.date(2026, 11, 2), dt.date(2026, 11, 16)) == [
-        dt.date(2026, 11, 2), dt.date(2026, 11, 9), dt.date(2026, 11, 16)]
+        dt.date(2026, 11, 2),
+        dt.date(2026, 11, 9),
+        dt.date(2026, 11, 16),
+    ]
     with pytest.raises(ValueError, match="before --start"):
         weekly_dates(dt.date(2026, 11, 9), dt.date(2026, 11, 2))

@@ -36,7 +36,9 @@ def test_the_flow_writes_every_artifact_and_a_report(first_run):
     for judge in judges:
         mine = set(profiles[profiles["judge_id"] == judge]["condition"])
         assert {"C1_factual", "C2_logical", "C3_overclaim", "C4_omission", "order_AB", "order_BA"} <= mine
-    assert ((profiles["ci_low"] <= profiles["estimate"]) & (profiles["estimate"] <= profiles["ci_high"])).all()
+    assert (
+        (profiles["ci_low"] <= profiles["estimate"]) & (profiles["estimate"] <= profiles["ci_high"])
+    ).all()
     html = open(result.report, encoding="utf-8").read()
     for needle in ["Accuracy by error type", "Accuracy by display order", "data:image/png;base64", *judges]:
         assert needle in html
@@ -45,7 +47,9 @@ def test_the_flow_writes_every_artifact_and_a_report(first_run):
 
 def test_the_run_and_its_artifacts_are_on_the_prefect_server(first_run):
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"evaluate-{AS_OF}"])))
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"evaluate-{AS_OF}"]))
+        )
         assert runs and runs[0].state.is_completed()
         keys = {a.key for a in client.read_artifacts() if a.flow_run_id == runs[0].id}
     assert {"leaderboard", "judge-profiles", "report", "contract-verdicts", "contract-items"} <= keys
@@ -72,7 +76,9 @@ def test_a_corrupted_artifact_fails_the_next_run_naming_it(prefect_server, tmp_p
         evaluate(config=small_config(url, n_items=24), as_of=AS_OF)
 
 
-def test_a_broken_contract_stops_the_flow_and_nothing_downstream_is_written(prefect_server, tmp_path, monkeypatch):
+def test_a_broken_contract_stops_the_flow_and_nothing_downstream_is_written(
+    prefect_server, tmp_path, monkeypatch
+):
     def overconfident(question, a, b, reference):
         return PairwiseVerdict("A", 1.7, "certain beyond certainty")
 

@@ -50,9 +50,13 @@ def test_questions_are_normalised_and_deduplicated_across_sources(tmp_path):
     assert items.loc[0, "question"] == "What is 2+2?"
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "gsm8k" / "test.jsonl").exists(), reason="../shared/data/gsm8k is absent")
+@pytest.mark.skipif(
+    not (SHARED_DATA / "gsm8k" / "test.jsonl").exists(), reason="../shared/data/gsm8k is absent"
+)
 def test_gsm8k_keeps_the_worked_steps_and_the_final_answer():
-    items = file_items(FileSource(path=str(SHARED_DATA / "gsm8k" / "test.jsonl"), format="gsm8k", domain="math", limit=20))
+    items = file_items(
+        FileSource(path=str(SHARED_DATA / "gsm8k" / "test.jsonl"), format="gsm8k", domain="math", limit=20)
+    )
     assert len(items) == 20
     first = items.iloc[0]
     assert first["gold"].replace(".", "").isdigit()

@@ -30,7 +30,9 @@ def test_reference_match_reads_the_final_claim():
 def test_numeric_consistency_checks_arithmetic_and_comparisons():
     assert consistency_errors(RIGHT) == []
     assert len(consistency_errors(WRONG)) == 2
-    assert consistency_errors("Since 38.6 °C is below the 38.5 °C threshold") == ["'38.6 below 38.5' is false"]
+    assert consistency_errors("Since 38.6 °C is below the 38.5 °C threshold") == [
+        "'38.6 below 38.5' is false"
+    ]
     assert consistency_errors("Ana has lived there 2 years, which meets the minimum of 3 years.") != []
     assert numeric_consistency("q", WRONG, RIGHT, "").verdict == "B"
     assert numeric_consistency("q", RIGHT, RIGHT, "").verdict == "tie"
@@ -42,7 +44,9 @@ def test_length_and_hedge_judges_have_their_documented_biases():
     assert hedge_preference("q", "Same.", "Same.", "").verdict == "A"
 
 
-_text = st.text(alphabet=st.sampled_from(list("abc 0123456789×=.usuallyalwaysmore than")), min_size=1, max_size=80)
+_text = st.text(
+    alphabet=st.sampled_from(list("abc 0123456789×=.usuallyalwaysmore than")), min_size=1, max_size=80
+)
 
 
 @settings(max_examples=200)
@@ -61,8 +65,15 @@ def test_the_panel_runs_on_every_variant_and_coverage_is_honest():
     built = construct(items, ConstructionConfig())
     judges = EvaluateConfig().judges
     seen = []
-    verdicts = judge_variants(built["variants"], built["pairs"], items, judges, "r", batch_size=50,
-                              progress=lambda done, total, errors: seen.append(done))
+    verdicts = judge_variants(
+        built["variants"],
+        built["pairs"],
+        items,
+        judges,
+        "r",
+        batch_size=50,
+        progress=lambda done, total, errors: seen.append(done),
+    )
     assert len(verdicts) == len(built["variants"]) * len(judges) and seen[-1] == len(verdicts)
     assert verdicts["call_id"].is_unique
     # a judge that crashes on a call, plus a lost row: both counted against coverage
@@ -78,10 +89,19 @@ def test_the_panel_runs_on_every_variant_and_coverage_is_honest():
 
 
 def test_to_canonical_is_the_one_mapping_to_the_correct_answer_frame():
-    variants = pd.DataFrame({"variant_id": ["v1", "v2"], "pair_id": "p", "presentation": "plain",
-                             "order": ["AB", "BA"], "gold_position": ["A", "B"]})
+    variants = pd.DataFrame(
+        {
+            "variant_id": ["v1", "v2"],
+            "pair_id": "p",
+            "presentation": "plain",
+            "order": ["AB", "BA"],
+            "gold_position": ["A", "B"],
+        }
+    )
     pairs = pd.DataFrame({"pair_id": ["p"], "error_type": ["overclaim"], "domain": ["math"]})
-    verdicts = pd.DataFrame({"judge_id": "j", "variant_id": ["v1", "v2"], "verdict": ["A", "A"], "p_first": [0.8, 0.8]})
+    verdicts = pd.DataFrame(
+        {"judge_id": "j", "variant_id": ["v1", "v2"], "verdict": ["A", "A"], "p_first": [0.8, 0.8]}
+    )
     c = to_canonical(verdicts, variants, pairs)
     assert c["correct"].tolist() == [True, False]
     assert c["p_correct"].round(6).tolist() == [0.8, 0.2]
@@ -95,7 +115,10 @@ def test_a_judge_error_is_recorded_not_dropped(monkeypatch):
         raise ValueError("cannot read")
 
     monkeypatch.setitem(PROGRAMMATIC_JUDGES, "hedge_preference", boom)
-    verdicts = judge_variants(built["variants"], built["pairs"], items,
-                              [JudgeConfig(name="h", model="hedge_preference")], "r")
+    verdicts = judge_variants(
+        built["variants"], built["pairs"], items, [JudgeConfig(name="h", model="hedge_preference")], "r"
+    )
     assert len(verdicts) == len(built["variants"])
-    assert verdicts["verdict"].isna().all() and verdicts["error"].str.contains("ValueError: cannot read").all()
+    assert (
+        verdicts["verdict"].isna().all() and verdicts["error"].str.contains("ValueError: cannot read").all()
+    )

@@ -9,21 +9,35 @@ from judgeops.tasks.profile.bootstrap import bootstrap_mean_ci
 
 def tiny_fixture():
     """2 pairs × (plain, polished) × (AB, BA); judge j right except: pair p1 plain BA and p2 polished AB."""
-    pairs = pd.DataFrame({"pair_id": ["p1", "p2"], "error_type": ["overclaim", "factual_fabrication"], "domain": "math"})
+    pairs = pd.DataFrame(
+        {"pair_id": ["p1", "p2"], "error_type": ["overclaim", "factual_fabrication"], "domain": "math"}
+    )
     rows = []
     for pid in ("p1", "p2"):
         for pres in ("plain", "polished"):
             for order in ("AB", "BA"):
-                rows.append({"variant_id": f"{pid}:{pres}:{order}", "pair_id": pid, "presentation": pres,
-                             "order": order, "gold_position": "A" if order == "AB" else "B"})
+                rows.append(
+                    {
+                        "variant_id": f"{pid}:{pres}:{order}",
+                        "pair_id": pid,
+                        "presentation": pres,
+                        "order": order,
+                        "gold_position": "A" if order == "AB" else "B",
+                    }
+                )
     variants = pd.DataFrame(rows)
     wrong = {"p1:plain:BA", "p2:polished:AB"}
-    verdicts = pd.DataFrame({
-        "judge_id": "j",
-        "variant_id": variants["variant_id"],
-        "verdict": [("B" if g == "A" else "A") if v in wrong else g for v, g in zip(variants["variant_id"], variants["gold_position"], strict=True)],
-        "p_first": 0.5,
-    })
+    verdicts = pd.DataFrame(
+        {
+            "judge_id": "j",
+            "variant_id": variants["variant_id"],
+            "verdict": [
+                ("B" if g == "A" else "A") if v in wrong else g
+                for v, g in zip(variants["variant_id"], variants["gold_position"], strict=True)
+            ],
+            "p_first": 0.5,
+        }
+    )
     return verdicts, variants, pairs
 
 

@@ -15,23 +15,34 @@ from judgeops.schemas.store import (
 
 
 def items_frame(n: int = 3) -> pd.DataFrame:
-    return pd.DataFrame({
-        "item_id": [f"i{k}" for k in range(n)],
-        "source": "test",
-        "domain": "math",
-        "question": [f"What is {k} + 1?" for k in range(n)],
-        "choices": [[] for _ in range(n)],
-        "gold": [str(k + 1) for k in range(n)],
-        "worked_solution": "s",
-        "steps": [["s"] for _ in range(n)],
-        "conditions": [[] for _ in range(n)],
-        "license": "MIT",
-        "provenance": [f"test:{k}" for k in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "item_id": [f"i{k}" for k in range(n)],
+            "source": "test",
+            "domain": "math",
+            "question": [f"What is {k} + 1?" for k in range(n)],
+            "choices": [[] for _ in range(n)],
+            "gold": [str(k + 1) for k in range(n)],
+            "worked_solution": "s",
+            "steps": [["s"] for _ in range(n)],
+            "conditions": [[] for _ in range(n)],
+            "license": "MIT",
+            "provenance": [f"test:{k}" for k in range(n)],
+        }
+    )
 
 
 def test_every_artifact_has_a_versioned_schema_with_its_keys():
-    for name in ["items", "pairs", "variants", "verdicts", "consensus", "profiles", "calibration", "responses"]:
+    for name in [
+        "items",
+        "pairs",
+        "variants",
+        "verdicts",
+        "consensus",
+        "profiles",
+        "calibration",
+        "responses",
+    ]:
         spec = ARTIFACTS[name]
         assert spec.version >= 1
         assert all(k in spec.schema.names for k in spec.key)
@@ -48,7 +59,7 @@ def test_write_then_read_round_trips_with_a_full_manifest(store_url):
     assert m["schema_version"] == 1 and m["params"] == {"seed": 1}
     for key in ("parents", "code_version", "created_at", "path"):
         assert key in m
-    assert (store.fs.exists(f"{store.root}/runs/run-a/items.validation.json"))
+    assert store.fs.exists(f"{store.root}/runs/run-a/items.validation.json")
 
 
 def test_parents_are_recorded_by_hash(store_url):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from judgeops.tasks.aggregate.mv import TIE, MajorityVote, ScoreAverage
 
 NO_VOTES = "no_votes"
@@ -20,14 +21,16 @@ def _majority_vote(verdicts: pd.DataFrame, units: pd.Index) -> pd.DataFrame:
     mv = MajorityVote().fit(votes[["task", "worker", "label"]])
     counts = mv.counts_.reindex(index=units, columns=["A", "B"], fill_value=0)
     n = counts.sum(axis=1)
-    return pd.DataFrame({
-        "unit_id": units,
-        "method": "mv",
-        "score": ((counts["A"] - counts["B"]) / n.replace(0, np.nan)).to_numpy(),
-        "label": mv.labels_.reindex(units).fillna(NO_VOTES).to_numpy(),
-        "posterior": (counts["A"] / n.replace(0, np.nan)).to_numpy(),
-        "n_votes": n.to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "unit_id": units,
+            "method": "mv",
+            "score": ((counts["A"] - counts["B"]) / n.replace(0, np.nan)).to_numpy(),
+            "label": mv.labels_.reindex(units).fillna(NO_VOTES).to_numpy(),
+            "posterior": (counts["A"] / n.replace(0, np.nan)).to_numpy(),
+            "n_votes": n.to_numpy(),
+        }
+    )
 
 
 def _score_average(verdicts: pd.DataFrame, units: pd.Index) -> pd.DataFrame:
@@ -36,14 +39,16 @@ def _score_average(verdicts: pd.DataFrame, units: pd.Index) -> pd.DataFrame:
     avg = ScoreAverage().fit(scored[["task", "worker", "score"]])
     p = avg.scores_.reindex(units)
     label = np.where(p > 0.5, "A", np.where(p < 0.5, "B", TIE))
-    return pd.DataFrame({
-        "unit_id": units,
-        "method": "avg",
-        "score": (2 * p - 1).to_numpy(),
-        "label": np.where(p.isna(), NO_VOTES, label),
-        "posterior": p.to_numpy(),
-        "n_votes": avg.counts_.reindex(units).fillna(0).astype(int).to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "unit_id": units,
+            "method": "avg",
+            "score": (2 * p - 1).to_numpy(),
+            "label": np.where(p.isna(), NO_VOTES, label),
+            "posterior": p.to_numpy(),
+            "n_votes": avg.counts_.reindex(units).fillna(0).astype(int).to_numpy(),
+        }
+    )
 
 
 METHODS = {"mv": _majority_vote, "avg": _score_average}
@@ -57,9 +62,11 @@ def aggregate(verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str]
 
 def consensus_as_verdicts(consensus: pd.DataFrame) -> pd.DataFrame:
     """The panel's decisions shaped like verdicts (judge_id `panel:<method>`), so they are profiled like a judge."""
-    return pd.DataFrame({
-        "judge_id": "panel:" + consensus["method"],
-        "variant_id": consensus["unit_id"],
-        "verdict": consensus["label"].where(consensus["label"].isin(["A", "B", TIE])),
-        "p_first": consensus["posterior"],
-    })
+    return pd.DataFrame(
+        {
+            "judge_id": "panel:" + consensus["method"],
+            "variant_id": consensus["unit_id"],
+            "verdict": consensus["label"].where(consensus["label"].isin(["A", "B", TIE])),
+            "p_first": consensus["posterior"],
+        }
+    )

@@ -13,11 +13,11 @@ import re
 
 import numpy as np
 import pandas as pd
+
+from judgeops.config import ConstructionConfig, GateConfig
 from judgeops.schemas.artifacts import schema_for
 from judgeops.tasks.construct.operators import OPERATORS, Edit, NotApplicable
 from judgeops.tasks.construct.presentation import padded, padding_for, polished
-
-from judgeops.config import ConstructionConfig, GateConfig
 
 TELLTALE = re.compile(r"\b(wrong|incorrect|error|mistake|actually|not true)\b", re.I)
 GENERATOR = "rules-v1"
@@ -38,7 +38,11 @@ def subtlety_gate(a: str, b: str, gate: GateConfig) -> tuple[bool, str, float]:
     if a == b:
         return False, "the edit changed nothing", overlap
     if not gate.min_length_ratio <= ratio <= gate.max_length_ratio:
-        return False, f"length ratio {ratio:.2f} outside [{gate.min_length_ratio}, {gate.max_length_ratio}]", overlap
+        return (
+            False,
+            f"length ratio {ratio:.2f} outside [{gate.min_length_ratio}, {gate.max_length_ratio}]",
+            overlap,
+        )
     if overlap < gate.min_token_overlap:
         return False, f"token overlap {overlap:.2f} below {gate.min_token_overlap}", overlap
     new_telltales = set(m.lower() for m in TELLTALE.findall(b)) - set(m.lower() for m in TELLTALE.findall(a))
@@ -77,7 +81,9 @@ def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.Dat
         answer = expand_answer(item)
         assigned = types[rank % len(types)]
         # the assigned type first; if it fails, the type that is furthest behind, to keep the balance
-        fallbacks = sorted((t for t in types if t != assigned), key=lambda t: (accepted_per_type[t], types.index(t)))
+        fallbacks = sorted(
+            (t for t in types if t != assigned), key=lambda t: (accepted_per_type[t], types.index(t))
+        )
         for offset, error_type in enumerate([assigned, *fallbacks]):
             try:
                 edit = plant(item, answer, error_type, _seed(config.seed, item["item_id"], error_type))
@@ -89,22 +95,24 @@ def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.Dat
             log.append((item["item_id"], error_type, "accepted" if accepted else "rejected", reason))
             if not accepted:
                 continue
-            pairs.append({
-                "pair_id": f"{item['item_id']}:{error_type}",
-                "item_id": item["item_id"],
-                "domain": item["domain"],
-                "error_type": error_type,
-                "answer_correct": answer,
-                "answer_flawed": flawed,
-                "edit_start": edit.start,
-                "edit_end": edit.end,
-                "edit_before": edit.before,
-                "edit_after": edit.after,
-                "edit_note": edit.note,
-                "subtlety": overlap,
-                "generator": GENERATOR,
-                "qc_flags": [] if offset == 0 else ["type_fallback"],
-            })
+            pairs.append(
+                {
+                    "pair_id": f"{item['item_id']}:{error_type}",
+                    "item_id": item["item_id"],
+                    "domain": item["domain"],
+                    "error_type": error_type,
+                    "answer_correct": answer,
+                    "answer_flawed": flawed,
+                    "edit_start": edit.start,
+                    "edit_end": edit.end,
+                    "edit_before": edit.before,
+                    "edit_after": edit.after,
+                    "edit_note": edit.note,
+                    "subtlety": overlap,
+                    "generator": GENERATOR,
+                    "qc_flags": [] if offset == 0 else ["type_fallback"],
+                }
+            )
             accepted_per_type[error_type] += 1
             break
     pairs_df = pd.DataFrame(pairs, columns=schema_for("pairs").schema.names)
@@ -120,21 +128,28 @@ def build_variants(pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFr
         if "polished" in config.presentations:
             shown["polished"] = (polished(pair.answer_correct), polished(pair.answer_flawed))
         if "padded" in config.presentations:
-            prefix, suffix = padding_for(len(pair.answer_correct), _seed(config.seed, pair.pair_id, "padding"))
-            shown["padded"] = (padded(pair.answer_correct, prefix, suffix), padded(pair.answer_flawed, prefix, suffix))
+            prefix, suffix = padding_for(
+                len(pair.answer_correct), _seed(config.seed, pair.pair_id, "padding")
+            )
+            shown["padded"] = (
+                padded(pair.answer_correct, prefix, suffix),
+                padded(pair.answer_flawed, prefix, suffix),
+            )
         for presentation in config.presentations:
             correct, flawed = shown[presentation]
             for order in config.orders:
                 a, b = (correct, flawed) if order == "AB" else (flawed, correct)
-                rows.append({
-                    "variant_id": f"{pair.pair_id}:{presentation}:{order}",
-                    "pair_id": pair.pair_id,
-                    "presentation": presentation,
-                    "order": order,
-                    "text_a": a,
-                    "text_b": b,
-                    "gold_position": "A" if order == "AB" else "B",
-                })
+                rows.append(
+                    {
+                        "variant_id": f"{pair.pair_id}:{presentation}:{order}",
+                        "pair_id": pair.pair_id,
+                        "presentation": presentation,
+                        "order": order,
+                        "text_a": a,
+                        "text_b": b,
+                        "gold_position": "A" if order == "AB" else "B",
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -33,21 +33,43 @@ class NotApplicable(Exception):
 
 # Pairs of phrases whose swap reverses a relation, a conclusion or an inequality.
 _REVERSAL_PAIRS = [
-    ("does not follow", "follows"), ("is not eligible", "is eligible"), ("does not meet", "meets"),
-    ("does not apply", "applies"), ("does not need to", "should"), ("invalid", "valid"),
-    ("more than", "less than"), ("above", "below"), ("increases", "decreases"), ("larger", "smaller"),
-    ("longer", "shorter"), ("higher", "lower"), ("sink", "float"), ("answer is yes", "answer is no"),
+    ("does not follow", "follows"),
+    ("is not eligible", "is eligible"),
+    ("does not meet", "meets"),
+    ("does not apply", "applies"),
+    ("does not need to", "should"),
+    ("invalid", "valid"),
+    ("more than", "less than"),
+    ("above", "below"),
+    ("increases", "decreases"),
+    ("larger", "smaller"),
+    ("longer", "shorter"),
+    ("higher", "lower"),
+    ("sink", "float"),
+    ("answer is yes", "answer is no"),
 ]
 REVERSALS = {a: b for a, b in _REVERSAL_PAIRS} | {b: a for a, b in _REVERSAL_PAIRS}
-_REVERSAL_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, REVERSALS), key=len, reverse=True)) + r")\b")
+_REVERSAL_RE = re.compile(
+    r"\b(" + "|".join(sorted(map(re.escape, REVERSALS), key=len, reverse=True)) + r")\b"
+)
 
 # Hedges and the wider claim each becomes: scope widened, certainty added, caveat dropped.
 OVERCLAIMS = {
-    "usually": "always", "typically": "always", "generally": "always", "often": "always",
-    "in most cases": "in every case", "about": "exactly", "roughly": "exactly",
-    "can sometimes": "will always", "can": "will", "may": "will", "likely": "certain",
+    "usually": "always",
+    "typically": "always",
+    "generally": "always",
+    "often": "always",
+    "in most cases": "in every case",
+    "about": "exactly",
+    "roughly": "exactly",
+    "can sometimes": "will always",
+    "can": "will",
+    "may": "will",
+    "likely": "certain",
 }
-_OVERCLAIM_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, OVERCLAIMS), key=len, reverse=True)) + r")\b", re.I)
+_OVERCLAIM_RE = re.compile(
+    r"\b(" + "|".join(sorted(map(re.escape, OVERCLAIMS), key=len, reverse=True)) + r")\b", re.I
+)
 
 _CONDITION_MARKERS = re.compile(
     r"\b(only if|only because|assum\w*|provided that|as long as|relies on|must hold|requires|unless)\b", re.I

@@ -16,15 +16,26 @@ import unicodedata
 from pathlib import Path
 
 import pandas as pd
+
+from judgeops.config import BankSource, FileSource
 from judgeops.tasks.ingest.bank import LICENSE as BANK_LICENSE
 from judgeops.tasks.ingest.bank import generate_bank
 
-from judgeops.config import BankSource, FileSource
-
 log = logging.getLogger(__name__)
 
-ITEM_COLUMNS = ["item_id", "source", "domain", "question", "choices", "gold", "worked_solution",
-                "steps", "conditions", "license", "provenance"]
+ITEM_COLUMNS = [
+    "item_id",
+    "source",
+    "domain",
+    "question",
+    "choices",
+    "gold",
+    "worked_solution",
+    "steps",
+    "conditions",
+    "license",
+    "provenance",
+]
 
 
 class IngestError(ValueError):
@@ -45,19 +56,21 @@ def _sentences(text: str) -> list[str]:
 def bank_items(source: BankSource) -> pd.DataFrame:
     rows = []
     for item in generate_bank(source.n_items, source.seed):
-        rows.append({
-            "item_id": item["item_id"],
-            "source": "builtin_bank",
-            "domain": item["domain"],
-            "question": item["question"],
-            "choices": [],
-            "gold": item["gold"],
-            "worked_solution": " ".join(item["steps"]),
-            "steps": item["steps"],
-            "conditions": item["conditions"],
-            "license": BANK_LICENSE,
-            "provenance": item["provenance"],
-        })
+        rows.append(
+            {
+                "item_id": item["item_id"],
+                "source": "builtin_bank",
+                "domain": item["domain"],
+                "question": item["question"],
+                "choices": [],
+                "gold": item["gold"],
+                "worked_solution": " ".join(item["steps"]),
+                "steps": item["steps"],
+                "conditions": item["conditions"],
+                "license": BANK_LICENSE,
+                "provenance": item["provenance"],
+            }
+        )
     return pd.DataFrame(rows, columns=ITEM_COLUMNS)
 
 
@@ -88,7 +101,9 @@ def _read_records(source: FileSource) -> list[dict]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise IngestError(f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise IngestError(
+                f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
         if not isinstance(record, dict):
             raise IngestError(f"{path}, line {lineno}: expected a JSON object, got {type(record).__name__}")
         records.append(record)
@@ -115,19 +130,22 @@ def file_items(source: FileSource) -> pd.DataFrame:
             steps = [s for line in steps for s in _sentences(line)]
         if gold:
             steps.append(f"The answer is {gold}.")
-        rows.append({
-            "item_id": f"{Path(source.path).stem}-" + hashlib.sha256(str(question).encode()).hexdigest()[:16],
-            "source": f"file:{Path(source.path).name}",
-            "domain": source.domain,
-            "question": question,
-            "choices": [],
-            "gold": gold,
-            "worked_solution": " ".join(steps),
-            "steps": steps,
-            "conditions": [],
-            "license": source.license,
-            "provenance": f"{source.path}:row {row_number}",
-        })
+        rows.append(
+            {
+                "item_id": f"{Path(source.path).stem}-"
+                + hashlib.sha256(str(question).encode()).hexdigest()[:16],
+                "source": f"file:{Path(source.path).name}",
+                "domain": source.domain,
+                "question": question,
+                "choices": [],
+                "gold": gold,
+                "worked_solution": " ".join(steps),
+                "steps": steps,
+                "conditions": [],
+                "license": source.license,
+                "provenance": f"{source.path}:row {row_number}",
+            }
+        )
     return pd.DataFrame(rows, columns=ITEM_COLUMNS)
 
 
@@ -138,6 +156,9 @@ def ingest_items(sources: list[BankSource | FileSource]) -> pd.DataFrame:
     key = items["question"].fillna("").str.lower()
     duplicated = key.duplicated() & (key != "")
     if duplicated.any():
-        log.warning("ingest: %d duplicate questions across sources dropped (first occurrence kept): %s",
-                    int(duplicated.sum()), items.loc[duplicated, "provenance"].head(5).tolist())
+        log.warning(
+            "ingest: %d duplicate questions across sources dropped (first occurrence kept): %s",
+            int(duplicated.sum()),
+            items.loc[duplicated, "provenance"].head(5).tolist(),
+        )
     return items.loc[~duplicated].reset_index(drop=True)

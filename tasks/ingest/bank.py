@@ -22,19 +22,92 @@ import numpy as np
 
 LICENSE = "Apache-2.0 (judgeops built-in bank)"
 
-PLANETS_KM = {"Mercury": 4879, "Venus": 12104, "Earth": 12742, "Mars": 6779,
-              "Jupiter": 139820, "Saturn": 116460, "Uranus": 50724, "Neptune": 49244}
-RIVERS_KM = {"Nile": 6650, "Amazon": 6400, "Yangtze": 6300, "Mississippi": 3730, "Volga": 3530,
-             "Danube": 2850, "Rhine": 1230, "Thames": 346, "Mekong": 4350, "Congo": 4700}
-MOUNTAINS_M = {"Everest": 8849, "K2": 8611, "Kangchenjunga": 8586, "Aconcagua": 6961, "Denali": 6190,
-               "Kilimanjaro": 5895, "Elbrus": 5642, "Mont Blanc": 4806, "Matterhorn": 4478}
-NONSENSE = ["zorbs", "blickets", "wugs", "daxes", "feps", "toves", "grinks", "lorps", "snerks", "vabs",
-            "quells", "morks", "plinths", "trocks", "yemps", "drazzles"]
-NAMES = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Farah", "Goran", "Hana", "Ivan", "Jun", "Kofi", "Lena",
-         "Mateo", "Nia", "Omar", "Priya", "Quinn", "Rosa", "Sami", "Tomas"]
+PLANETS_KM = {
+    "Mercury": 4879,
+    "Venus": 12104,
+    "Earth": 12742,
+    "Mars": 6779,
+    "Jupiter": 139820,
+    "Saturn": 116460,
+    "Uranus": 50724,
+    "Neptune": 49244,
+}
+RIVERS_KM = {
+    "Nile": 6650,
+    "Amazon": 6400,
+    "Yangtze": 6300,
+    "Mississippi": 3730,
+    "Volga": 3530,
+    "Danube": 2850,
+    "Rhine": 1230,
+    "Thames": 346,
+    "Mekong": 4350,
+    "Congo": 4700,
+}
+MOUNTAINS_M = {
+    "Everest": 8849,
+    "K2": 8611,
+    "Kangchenjunga": 8586,
+    "Aconcagua": 6961,
+    "Denali": 6190,
+    "Kilimanjaro": 5895,
+    "Elbrus": 5642,
+    "Mont Blanc": 4806,
+    "Matterhorn": 4478,
+}
+NONSENSE = [
+    "zorbs",
+    "blickets",
+    "wugs",
+    "daxes",
+    "feps",
+    "toves",
+    "grinks",
+    "lorps",
+    "snerks",
+    "vabs",
+    "quells",
+    "morks",
+    "plinths",
+    "trocks",
+    "yemps",
+    "drazzles",
+]
+NAMES = [
+    "Ana",
+    "Ben",
+    "Chloe",
+    "Dev",
+    "Elif",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivan",
+    "Jun",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tomas",
+]
 GOODS = ["muffins", "bagels", "cookies", "rolls", "pies", "scones", "croissants", "pretzels"]
-MATERIALS = {"aluminium": 2.7, "iron": 7.9, "copper": 8.9, "oak": 0.7, "ice": 0.9, "granite": 2.7,
-             "pine": 0.5, "lead": 11.3, "glass": 2.5, "cork": 0.2}
+MATERIALS = {
+    "aluminium": 2.7,
+    "iron": 7.9,
+    "copper": 8.9,
+    "oak": 0.7,
+    "ice": 0.9,
+    "granite": 2.7,
+    "pine": 0.5,
+    "lead": 11.3,
+    "glass": 2.5,
+    "cork": 0.2,
+}
 
 Item = dict[str, object]
 
@@ -89,9 +162,14 @@ def math_discount(rng: np.random.Generator) -> Item:
             cond,
             f"So {name} pays the full ${total}.",
         ]
-    steps += ["Sales tax, which usually depends on the state, is not included here.", f"The answer is ${total}."]
-    q = (f"A shirt costs ${price}. A store takes {pct}% off any order above ${threshold}. "
-         f"{name} buys {count} shirts. How much does {name} pay before tax?")
+    steps += [
+        "Sales tax, which usually depends on the state, is not included here.",
+        f"The answer is ${total}.",
+    ]
+    q = (
+        f"A shirt costs ${price}. A store takes {pct}% off any order above ${threshold}. "
+        f"{name} buys {count} shirts. How much does {name} pay before tax?"
+    )
     return _item("math", q, f"${total}", steps, [cond])
 
 
@@ -157,7 +235,9 @@ def logic_syllogism(rng: np.random.Generator) -> Item:
 def science_ohm(rng: np.random.Generator) -> Item:
     i, r = int(rng.integers(1, 13)), int(rng.integers(2, 60))
     v = i * r
-    cond = f"This holds because the resistor is ohmic, so its resistance stays at {r} Ω as the current changes."
+    cond = (
+        f"This holds because the resistor is ohmic, so its resistance stays at {r} Ω as the current changes."
+    )
     steps = [
         "Ohm's law states that voltage equals current times resistance.",
         f"{i} A × {r} Ω = {v} V.",
@@ -205,9 +285,11 @@ def legal_permit(rng: np.random.Generator) -> Item:
         "Permits are usually issued within a few weeks of a complete application.",
         f"The answer is {'yes' if eligible else 'no'}.",
     ]
-    q = (f"Under a city rule, a resident may get a parking permit only if they are older than {amin - 1} "
-         f"and have lived in the city for at least {ymin} years. {name} is {age} and has lived in the city "
-         f"for {years} years. Is {name} eligible?")
+    q = (
+        f"Under a city rule, a resident may get a parking permit only if they are older than {amin - 1} "
+        f"and have lived in the city for at least {ymin} years. {name} is {age} and has lived in the city "
+        f"for {years} years. Is {name} eligible?"
+    )
     return _item("legal", q, "yes" if eligible else "no", steps, [cond])
 
 
@@ -223,8 +305,10 @@ def legal_notice(rng: np.random.Generator) -> Item:
         "Landlords can sometimes agree to a shorter notice period.",
         f"The answer is {'yes' if enough else 'no'}.",
     ]
-    q = (f"A lease requires {need} days of written notice before moving out. A tenant gives written notice "
-         f"{given} days before moving out. Was enough notice given?")
+    q = (
+        f"A lease requires {need} days of written notice before moving out. A tenant gives written notice "
+        f"{given} days before moving out. Was enough notice given?"
+    )
     return _item("legal", q, "yes" if enough else "no", steps, [cond])
 
 
@@ -233,7 +317,9 @@ def medical_dose(rng: np.random.Generator) -> Item:
     cap = int(rng.choice([250, 500, 750, 1000]))
     raw = k * w
     dose = min(raw, cap)
-    cond = "This assumes the patient has normal kidney function; reduced kidney function requires a lower dose."
+    cond = (
+        "This assumes the patient has normal kidney function; reduced kidney function requires a lower dose."
+    )
     if raw > cap:
         decide = f"Since {raw} mg is more than the {cap} mg maximum, the dose is capped at {cap} mg."
     else:
@@ -245,8 +331,10 @@ def medical_dose(rng: np.random.Generator) -> Item:
         "Weight-based dosing usually gives a reasonable starting dose.",
         f"The answer is {dose} mg.",
     ]
-    q = (f"A drug is dosed at {k} mg per kg of body weight, up to a maximum of {cap} mg per dose. "
-         f"What single dose should a patient weighing {w} kg receive?")
+    q = (
+        f"A drug is dosed at {k} mg per kg of body weight, up to a maximum of {cap} mg per dose. "
+        f"What single dose should a patient weighing {w} kg receive?"
+    )
     return _item("medical", q, f"{dose} mg", steps, [cond])
 
 
@@ -263,8 +351,10 @@ def medical_triage(rng: np.random.Generator) -> Item:
         "Fever in children is usually caused by a common viral infection.",
         f"The answer is {'yes' if urgent else 'no'}.",
     ]
-    q = (f"A clinic's triage rule says a child with a temperature of {th:.1f} °C or higher should be seen the "
-         f"same day. A child's temperature is {t:.1f} °C. Should the child be seen the same day?")
+    q = (
+        f"A clinic's triage rule says a child with a temperature of {th:.1f} °C or higher should be seen the "
+        f"same day. A child's temperature is {t:.1f} °C. Should the child be seen the same day?"
+    )
     return _item("medical", q, "yes" if urgent else "no", steps, [cond])
 
 
@@ -335,4 +425,6 @@ def generate_bank(n_items: int, seed: int = 0) -> list[Item]:
         out.append(item)
         if len(out) == n_items:
             return out
-    raise ValueError(f"the built-in bank holds only {len(out)} distinct items for seed {seed}; asked for {n_items}")
+    raise ValueError(
+        f"the built-in bank holds only {len(out)} distinct items for seed {seed}; asked for {n_items}"
+    )

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-from judgeops.tasks.judges.programmatic import PROGRAMMATIC_JUDGES
 
 from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.programmatic import PROGRAMMATIC_JUDGES
 
 ProgressFn = Callable[[int, int, int], None]  # (calls done, calls total, errors so far)
 
@@ -54,21 +54,23 @@ def judge_variants(
                 except Exception as exc:  # recorded, counted against coverage, never dropped
                     verdict, p_first, rationale, error = None, None, None, f"{type(exc).__name__}: {exc}"
                     errors += 1
-                rows.append({
-                    "call_id": call_id(judge, v["variant_id"]),
-                    "run_id": run_id,
-                    "judge_id": judge.name,
-                    "protocol": judge.protocol,
-                    "variant_id": v["variant_id"],
-                    "response_id": None,
-                    "verdict": verdict,
-                    "p_first": p_first,
-                    "rationale": rationale,
-                    "latency_ms": (time.perf_counter() - t0) * 1000,
-                    "tokens": None,
-                    "cached": False,
-                    "error": error,
-                })
+                rows.append(
+                    {
+                        "call_id": call_id(judge, v["variant_id"]),
+                        "run_id": run_id,
+                        "judge_id": judge.name,
+                        "protocol": judge.protocol,
+                        "variant_id": v["variant_id"],
+                        "response_id": None,
+                        "verdict": verdict,
+                        "p_first": p_first,
+                        "rationale": rationale,
+                        "latency_ms": (time.perf_counter() - t0) * 1000,
+                        "tokens": None,
+                        "cached": False,
+                        "error": error,
+                    }
+                )
             done += stop - start
             if progress:
                 progress(done, total, errors)
@@ -89,15 +91,17 @@ def coverage(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[str]) 
         tie = int((v["verdict"] == "tie").sum())
         unparsable = int((v["verdict"].isna() & v["error"].fillna("").str.startswith("unparsable")).sum())
         error = int((v["verdict"].isna()).sum()) - unparsable + (n_expected - v["variant_id"].nunique())
-        rows.append({
-            "judge_id": judge,
-            "n_expected": n_expected,
-            "n_answered": answered,
-            "n_tie": tie,
-            "n_unparsable": unparsable,
-            "n_error": error,
-            "coverage": answered / n_expected if n_expected else 0.0,
-        })
+        rows.append(
+            {
+                "judge_id": judge,
+                "n_expected": n_expected,
+                "n_answered": answered,
+                "n_tie": tie,
+                "n_unparsable": unparsable,
+                "n_error": error,
+                "coverage": answered / n_expected if n_expected else 0.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -37,21 +37,30 @@ JudgeFn = Callable[[str, str, str, str], PairwiseVerdict]
 _NUM = r"(\d+(?:\.\d+)?)"
 _UNIT = r"(?:[A-Za-zΩ°³/]+\s*)?"
 _ARITHMETIC = re.compile(rf"\$?{_NUM}\s*{_UNIT}([×÷+−])\s*\$?{_NUM}\s*{_UNIT}=\s*\$?{_NUM}")
-_COMPARISON = re.compile(rf"{_NUM}[^\d.]{{0,25}}?\bis (more than|less than|above|below)\b[^\d]{{0,30}}?{_NUM}")
+_COMPARISON = re.compile(
+    rf"{_NUM}[^\d.]{{0,25}}?\bis (more than|less than|above|below)\b[^\d]{{0,30}}?{_NUM}"
+)
 _MEETS = re.compile(rf"{_NUM}[^\d.]{{0,40}}?\b(does not meet|meets)\b[^\d.]{{0,30}}?{_NUM}")
 _FINAL_CLAIM = re.compile(r"answer is\s+(.+?)(?:\.(?!\d)|\*|\n|$)", re.I)
 _ABSOLUTES = re.compile(r"\b(always|never|every|exactly|will|certain|certainly|guaranteed|must|all)\b", re.I)
-_HEDGES = re.compile(r"\b(usually|typically|generally|often|about|roughly|can|may|might|likely|sometimes)\b", re.I)
+_HEDGES = re.compile(
+    r"\b(usually|typically|generally|often|about|roughly|can|may|might|likely|sometimes)\b", re.I
+)
 
 _OPS = {"×": lambda a, b: a * b, "÷": lambda a, b: a / b, "+": lambda a, b: a + b, "−": lambda a, b: a - b}
 _RELATIONS = {
-    "more than": lambda a, b: a > b, "above": lambda a, b: a > b,
-    "less than": lambda a, b: a < b, "below": lambda a, b: a < b,
-    "meets": lambda a, b: a >= b, "does not meet": lambda a, b: a < b,
+    "more than": lambda a, b: a > b,
+    "above": lambda a, b: a > b,
+    "less than": lambda a, b: a < b,
+    "below": lambda a, b: a < b,
+    "meets": lambda a, b: a >= b,
+    "does not meet": lambda a, b: a < b,
 }
 
 
-def _pick(score_a: float, score_b: float, reason_a: str, reason_b: str, confidence: float = 0.9) -> PairwiseVerdict:
+def _pick(
+    score_a: float, score_b: float, reason_a: str, reason_b: str, confidence: float = 0.9
+) -> PairwiseVerdict:
     """Higher score wins; equal scores are a tie."""
     if score_a > score_b:
         return PairwiseVerdict("A", confidence, reason_a)
@@ -83,9 +92,15 @@ def reference_match(question: str, text_a: str, text_b: str, reference: str) -> 
     ok_a, ok_b = claim_matches(final_claim(text_a), reference), claim_matches(final_claim(text_b), reference)
     if ok_a != ok_b:
         winner = "A" if ok_a else "B"
-        return PairwiseVerdict(winner, 0.95 if ok_a else 0.05, f"only answer {winner}'s final claim matches the reference {reference!r}")
+        return PairwiseVerdict(
+            winner,
+            0.95 if ok_a else 0.05,
+            f"only answer {winner}'s final claim matches the reference {reference!r}",
+        )
     both = "both" if ok_a else "neither"
-    return PairwiseVerdict("A", 0.6, f"{both} final claims match the reference; defaulting to the first answer")
+    return PairwiseVerdict(
+        "A", 0.6, f"{both} final claims match the reference; defaulting to the first answer"
+    )
 
 
 def consistency_errors(text: str) -> list[str]:
@@ -104,7 +119,9 @@ def consistency_errors(text: str) -> list[str]:
 
 def numeric_consistency(question: str, text_a: str, text_b: str, reference: str) -> PairwiseVerdict:
     errors_a, errors_b = consistency_errors(text_a), consistency_errors(text_b)
-    return _pick(-len(errors_a), -len(errors_b), f"answer B: {'; '.join(errors_b)}", f"answer A: {'; '.join(errors_a)}")
+    return _pick(
+        -len(errors_a), -len(errors_b), f"answer B: {'; '.join(errors_b)}", f"answer A: {'; '.join(errors_a)}"
+    )
 
 
 def length_preference(question: str, text_a: str, text_b: str, reference: str) -> PairwiseVerdict:
@@ -114,7 +131,9 @@ def length_preference(question: str, text_a: str, text_b: str, reference: str) -
     if la == lb:
         return PairwiseVerdict("A", 0.55, "equal length; defaulting to the first answer")
     winner = "A" if la > lb else "B"
-    return PairwiseVerdict(winner, p, f"answer {winner} is longer ({max(la, lb)} vs {min(la, lb)} characters)")
+    return PairwiseVerdict(
+        winner, p, f"answer {winner} is longer ({max(la, lb)} vs {min(la, lb)} characters)"
+    )
 
 
 def hedge_preference(question: str, text_a: str, text_b: str, reference: str) -> PairwiseVerdict:
@@ -124,7 +143,9 @@ def hedge_preference(question: str, text_a: str, text_b: str, reference: str) ->
     ca, cb = caution(text_a), caution(text_b)
     if ca == cb:
         return PairwiseVerdict("A", 0.55, "equally cautious; defaulting to the first answer")
-    return _pick(ca, cb, "answer B claims more than it can support", "answer A claims more than it can support", 0.8)
+    return _pick(
+        ca, cb, "answer B claims more than it can support", "answer A claims more than it can support", 0.8
+    )
 
 
 PROGRAMMATIC_JUDGES: dict[str, JudgeFn] = {

@@ -6,11 +6,11 @@ import zlib
 
 import numpy as np
 import pandas as pd
+
+from judgeops.config import ProfileConfig
 from judgeops.tasks.judges import to_canonical
 from judgeops.tasks.profile.bootstrap import bootstrap_mean_ci
 from judgeops.tasks.profile.conditions import CONDITIONS
-
-from judgeops.config import ProfileConfig
 
 BENCHMARK = "judgereva"
 
@@ -38,15 +38,17 @@ def profile(
             # seeded per cell by name, so adding a judge leaves the other judges' CIs unchanged
             rng = np.random.default_rng([config.seed, zlib.crc32(f"{judge}|{condition.name}".encode())])
             estimate, low, high = bootstrap_mean_ci(scores, config.n_bootstrap, config.confidence, rng)
-            rows.append({
-                "judge_id": judge,
-                "benchmark": BENCHMARK,
-                "condition": condition.name,
-                "n": int(scores.size),
-                "estimate": estimate,
-                "ci_low": low,
-                "ci_high": high,
-                "corrected": np.nan,
-                "evidence": "direct",
-            })
+            rows.append(
+                {
+                    "judge_id": judge,
+                    "benchmark": BENCHMARK,
+                    "condition": condition.name,
+                    "n": int(scores.size),
+                    "estimate": estimate,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "corrected": np.nan,
+                    "evidence": "direct",
+                }
+            )
     return pd.DataFrame(rows)

@@ -54,16 +54,37 @@ class Condition:
 
 CONDITIONS: list[Condition] = [
     Condition("overall", "all plain pairs", "PA", position_averaged),
-    Condition("C1_factual", "factual fabrication", "PA", partial(position_averaged, error_type="factual_fabrication")),
-    Condition("C2_logical", "logical reversal", "PA", partial(position_averaged, error_type="logical_reversal")),
+    Condition(
+        "C1_factual",
+        "factual fabrication",
+        "PA",
+        partial(position_averaged, error_type="factual_fabrication"),
+    ),
+    Condition(
+        "C2_logical", "logical reversal", "PA", partial(position_averaged, error_type="logical_reversal")
+    ),
     Condition("C3_overclaim", "overclaim", "PA", partial(position_averaged, error_type="overclaim")),
-    Condition("C4_omission", "critical omission", "PA", partial(position_averaged, error_type="critical_omission")),
-    Condition("C5_style", "plain vs polished", "strict BC",
-              partial(strict_both_correct, contrast="presentation", first="plain", second="polished")),
-    Condition("C6_length", "plain vs padded", "strict BC",
-              partial(strict_both_correct, contrast="presentation", first="plain", second="padded")),
-    Condition("C7_position", "AB vs BA", "strict BC",
-              partial(strict_both_correct, contrast="order", first="AB", second="BA")),
+    Condition(
+        "C4_omission", "critical omission", "PA", partial(position_averaged, error_type="critical_omission")
+    ),
+    Condition(
+        "C5_style",
+        "plain vs polished",
+        "strict BC",
+        partial(strict_both_correct, contrast="presentation", first="plain", second="polished"),
+    ),
+    Condition(
+        "C6_length",
+        "plain vs padded",
+        "strict BC",
+        partial(strict_both_correct, contrast="presentation", first="plain", second="padded"),
+    ),
+    Condition(
+        "C7_position",
+        "AB vs BA",
+        "strict BC",
+        partial(strict_both_correct, contrast="order", first="AB", second="BA"),
+    ),
     Condition("order_AB", "correct answer shown first", "accuracy", partial(order_accuracy, order="AB")),
     Condition("order_BA", "correct answer shown second", "accuracy", partial(order_accuracy, order="BA")),
 ]

@@ -10,6 +10,8 @@ from importlib import resources
 import jinja2
 import numpy as np
 import pandas as pd
+
+from judgeops import __version__
 from judgeops.tasks.judges.programmatic import REFERENCE_GUIDED
 from judgeops.tasks.profile.conditions import (
     CONDITION_BY_NAME,
@@ -17,8 +19,6 @@ from judgeops.tasks.profile.conditions import (
     ERROR_TYPE_CONDITIONS,
     ORDER_CONDITIONS,
 )
-
-from judgeops import __version__
 
 
 def _png(fig) -> str:
@@ -46,8 +46,14 @@ def grouped_ci_chart(profiles: pd.DataFrame, conditions: list[str], title: str) 
         est = np.array([cells["estimate"].get((j, cond), np.nan) for j in judges])
         lo = np.array([cells["ci_low"].get((j, cond), np.nan) for j in judges])
         hi = np.array([cells["ci_high"].get((j, cond), np.nan) for j in judges])
-        ax.bar(x + (k - (len(conditions) - 1) / 2) * width, est, width, yerr=[est - lo, hi - est], capsize=2,
-               label=f"{cond} ({CONDITION_BY_NAME[cond].label})")
+        ax.bar(
+            x + (k - (len(conditions) - 1) / 2) * width,
+            est,
+            width,
+            yerr=[est - lo, hi - est],
+            capsize=2,
+            label=f"{cond} ({CONDITION_BY_NAME[cond].label})",
+        )
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_xticks(x, judges, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
@@ -65,24 +71,36 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
     profiles = tables["profiles"]
     pairs = tables["pairs"]
     log = tables["construction_log"]
-    wide = profiles.assign(cell=profiles.apply(_cell, axis=1)).pivot(index="judge_id", columns="condition", values="cell")
+    wide = profiles.assign(cell=profiles.apply(_cell, axis=1)).pivot(
+        index="judge_id", columns="condition", values="cell"
+    )
     wide = wide[[c.name for c in CONDITIONS if c.name in wide.columns]]
     wide.columns.name = None
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
-    acceptance = log.pivot_table(index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0)
+    acceptance = log.pivot_table(
+        index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0
+    )
     acceptance["acceptance_rate"] = (acceptance.get("accepted", 0) / acceptance.sum(axis=1)).round(3)
     counts = pd.crosstab(pairs["domain"], pairs["error_type"], margins=True, margins_name="total")
-    examples = pairs.groupby("error_type").head(1)[["error_type", "domain", "edit_before", "edit_after", "edit_note"]]
+    examples = pairs.groupby("error_type").head(1)[
+        ["error_type", "domain", "edit_before", "edit_after", "edit_note"]
+    ]
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    template = env.from_string(resources.files(__package__).joinpath("report.html.j2").read_text(encoding="utf-8"))
+    template = env.from_string(
+        resources.files(__package__).joinpath("report.html.j2").read_text(encoding="utf-8")
+    )
     return template.render(
         title=title,
         run_id=run_id,
         version=__version__,
         generated=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        error_chart=grouped_ci_chart(profiles, ERROR_TYPE_CONDITIONS, "Accuracy by error type (position-averaged)"),
+        error_chart=grouped_ci_chart(
+            profiles, ERROR_TYPE_CONDITIONS, "Accuracy by error type (position-averaged)"
+        ),
         order_chart=grouped_ci_chart(profiles, ORDER_CONDITIONS, "Accuracy by display order (plain)"),
-        robustness_chart=grouped_ci_chart(profiles, ["C5_style", "C6_length", "C7_position"], "Robustness (strict both-correct)"),
+        robustness_chart=grouped_ci_chart(
+            profiles, ["C5_style", "C6_length", "C7_position"], "Robustness (strict both-correct)"
+        ),
         leaderboard=overall.to_dict("records"),
         conditions=CONDITIONS,
         profile_table=wide.reset_index().to_html(index=False, classes="grid", na_rep="–"),
@@ -106,14 +124,28 @@ def publish(tables: dict[str, pd.DataFrame], report_path: str) -> None:
     profiles = tables["profiles"]
     keep = profiles[profiles["condition"].isin(["overall", *ERROR_TYPE_CONDITIONS, *ORDER_CONDITIONS])]
     rows = [
-        {"judge": r.judge_id, "condition": r.condition, "n": int(r.n), "estimate": round(r.estimate, 3),
-         "ci_95": f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"}
+        {
+            "judge": r.judge_id,
+            "condition": r.condition,
+            "n": int(r.n),
+            "estimate": round(r.estimate, 3),
+            "ci_95": f"[{r.ci_low:.3f}, {r.ci_high:.3f}]",
+        }
         for r in keep.itertuples()
     ]
-    create_table_artifact(table=rows, key="judge-profiles", description="accuracy per judge and condition, 95% bootstrap CI")
+    create_table_artifact(
+        table=rows, key="judge-profiles", description="accuracy per judge and condition, 95% bootstrap CI"
+    )
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
     md = ["| judge | PA overall | 95% CI | n pairs |", "|---|---|---|---|"]
-    md += [f"| {r.judge_id} | {r.estimate:.3f} | [{r.ci_low:.3f}, {r.ci_high:.3f}] | {r.n} |" for r in overall.itertuples()]
-    create_markdown_artifact(markdown="\n".join(md), key="leaderboard", description="position-averaged accuracy")
+    md += [
+        f"| {r.judge_id} | {r.estimate:.3f} | [{r.ci_low:.3f}, {r.ci_high:.3f}] | {r.n} |"
+        for r in overall.itertuples()
+    ]
+    create_markdown_artifact(
+        markdown="\n".join(md), key="leaderboard", description="position-averaged accuracy"
+    )
     link = report_path if "://" in report_path else f"file://{report_path}"
-    create_link_artifact(link=link, link_text="judgeops report", key="report", description="the HTML report of this run")
+    create_link_artifact(
+        link=link, link_text="judgeops report", key="report", description="the HTML report of this run"
+    )
