@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from judgeops.schemas.store import ArtifactStore
+
 JUDGEOPS = str(Path(sys.executable).parent / "judgeops")
 
 
@@ -45,6 +47,8 @@ def main() -> None:
             )
         cold, log_cold = timed_run(cwd, env)
         warm, log_warm = timed_run(cwd, env)
+        store = ArtifactStore(str(cwd / ".judgeops" / "store"))
+        profiles = store.read_pandas("profiles", store.latest_run_id())
     reused = len(re.findall(r"stage \w+: reused", log_warm))
     computed = len(re.findall(r"stage \w+: computing", log_warm))
     rows = re.search(r"wrote verdicts \((\d+) rows\)", log_cold)
@@ -52,7 +56,25 @@ def main() -> None:
     print("|---|---|---|---|")
     print(f"| cold (fresh PREFECT_HOME, empty store) | {cold:.1f} | 0 | 6 |")
     print(f"| warm (same command again) | {warm:.1f} | {reused} | {computed} |")
-    print(f"\nwarm / cold = {warm / cold:.2f}; verdicts written: {rows.group(1) if rows else '?'}")
+    print(f"\nwarm / cold = {warm / cold:.2f}; verdicts written: {rows.group(1) if rows else '?'}\n")
+    cells = profiles.set_index(["judge_id", "condition"])
+    conditions = [
+        "overall",
+        "C1_factual",
+        "C2_logical",
+        "C3_overclaim",
+        "C4_omission",
+        "order_AB",
+        "order_BA",
+        "C7_position",
+    ]
+    print("| judge | " + " | ".join(conditions) + " |")
+    print("|---" * (len(conditions) + 1) + "|")
+    for judge in (
+        cells.loc[(slice(None), "overall"), "estimate"].sort_values(ascending=False).index.get_level_values(0)
+    ):
+        row = [f"{cells.loc[(judge, c), 'estimate']:.3f}" for c in conditions]
+        print(f"| {judge} | " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":
