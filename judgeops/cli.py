@@ -191,17 +191,37 @@ def cmd_deploy(args) -> int:
 
 
 def _ensure_pool() -> None:
-    exists = subprocess.run([PREFECT, "work-pool", "inspect", POOL], capture_output=True).returncode == 0
-    if not exists:
-        subprocess.run(
-            [PREFECT, "work-pool", "create", POOL, "--type", "process"], check=True, capture_output=True
-        )
+    """Create the process work pool unless it exists (tolerating a concurrent creator)."""
+
+    def exists() -> bool:
+        return subprocess.run([PREFECT, "work-pool", "inspect", POOL], capture_output=True).returncode == 0
+
+    if exists():
+        return
+    created = subprocess.run(
+        [PREFECT, "work-pool", "create", POOL, "--type", "process"], capture_output=True, text=True
+    )
+    if created.returncode != 0 and not exists():
+        raise SystemExit(f"could not create work pool {POOL}: {created.stdout}{created.stderr}")
+
+
+def wait_for_api(api: str, process: subprocess.Popen, timeout_s: float = 180) -> bool:
+    """Poll the API's health endpoint until it answers, the process dies or the time is up."""
+    import httpx
+
+    deadline = time.time() + timeout_s
+    while process.poll() is None and time.time() < deadline:
+        try:
+            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    return False
 
 
 def cmd_server(args) -> int:
     """A local Prefect server (UI + API) and a process worker, until Ctrl-C."""
-    import httpx
-
     api = f"http://127.0.0.1:{args.port}/api"
     env = {**os.environ, "PREFECT_API_URL": api}
     server = subprocess.Popen(
@@ -209,17 +229,9 @@ def cmd_server(args) -> int:
     )
     worker = None
     try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                _error("the Prefect server did not start; see its log above")
-                return 1
-            time.sleep(1)
+        if not wait_for_api(api, server):
+            _error("the Prefect server did not start; see its log above")
+            return 1
         os.environ["PREFECT_API_URL"] = api
         _ensure_pool()
         worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", POOL], env=env)

@@ -7,12 +7,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+from judgeops.cli import wait_for_api
 from judgeops.config import dump_config
 from judgeops.schemas.store import ArtifactStore
 from tests.conftest import ROOT, small_config
@@ -39,6 +38,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def server_and_worker(tmp_path_factory):
+    """`judgeops server` (a real `prefect server start` and a process worker), then `judgeops deploy`."""
     home = tmp_path_factory.mktemp("prefect-home")
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
@@ -49,39 +49,22 @@ def server_and_worker(tmp_path_factory):
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         "PREFECT_WORKER_QUERY_SECONDS": "2",
     }
-    logs = home / "server.log"
+    log = home / "server-and-worker.log"
     server = subprocess.Popen(
-        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        [str(BIN / "judgeops"), "server", "--port", str(port)],
+        cwd=ROOT,
         env=env,
-        stdout=open(logs, "w"),
+        stdout=open(log, "w"),
         stderr=subprocess.STDOUT,
     )
-    worker = None
     try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.time() < deadline, logs.read_text()[-3000:]
-            time.sleep(1)
+        assert wait_for_api(api, server), log.read_text()[-3000:]
         deploy = subprocess.run(
             [str(BIN / "judgeops"), "deploy"], cwd=ROOT, env=env, capture_output=True, text=True
         )
         assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
-        worker = subprocess.Popen(
-            [str(BIN / "prefect"), "worker", "start", "--pool", "judgeops-process"],
-            cwd=ROOT,
-            env=env,
-            stdout=open(home / "worker.log", "w"),
-            stderr=subprocess.STDOUT,
-        )
-        yield env, api, home
+        yield env, api, log
     finally:
-        if worker is not None:
-            _stop(worker)
         _stop(server)
 
 
@@ -89,7 +72,7 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    env, api, home = server_and_worker
+    env, api, log = server_and_worker
     store_url = str(tmp_path / "store")
     with temporary_settings({PREFECT_API_URL: api}):
         from prefect.client.orchestration import get_client
@@ -106,7 +89,7 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
             },
             timeout=400,
         )
-    assert run.state.is_completed(), (home / "worker.log").read_text()[-4000:]
+    assert run.state.is_completed(), log.read_text()[-4000:]
     store = ArtifactStore(store_url)
     (record,) = store.list_runs()
     assert record["status"] == "completed" and record["as_of"] == "2026-11-16"
@@ -114,7 +97,7 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
 
 
 def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp_path):
-    env, api, home = server_and_worker
+    env, api, log = server_and_worker
     store_url = str(tmp_path / "store")
     config = tmp_path / "judgeops.yaml"
     config.write_text(dump_config(small_config(store_url, n_items=24)))
@@ -131,9 +114,7 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
         "400",
     ]
     first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert first.returncode == 0, (
-        first.stdout[-3000:] + first.stderr[-3000:] + (home / "worker.log").read_text()[-3000:]
-    )
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:] + log.read_text()[-3000:]
     assert "2026-11-02: completed" in first.stdout and "2026-11-09: completed" in first.stdout
     runs = ArtifactStore(store_url).list_runs()
     assert [r["as_of"] for r in runs] == ["2026-11-02", "2026-11-09"]  # in order

@@ -93,3 +93,20 @@ def test_a_broken_contract_stops_the_flow_and_nothing_downstream_is_written(
     assert {"items", "pairs", "variants"} <= names
     assert not names & {"verdicts", "coverage", "consensus", "profiles", "report.html"}
     assert store.fs.exists(f"{store.root}/runs/{record['run_id']}/verdicts.validation.json")
+
+
+def test_a_rerun_after_a_failure_resumes_from_the_finished_stages(prefect_server, tmp_path, monkeypatch):
+    url = str(tmp_path / "store")
+    monkeypatch.setitem(
+        PROGRAMMATIC_JUDGES, "hedge_preference", lambda *args: PairwiseVerdict("A", 1.7, "bad")
+    )
+    with pytest.raises(ContractViolation):
+        evaluate(config=small_config(url, n_items=24), as_of=AS_OF)
+    (failed,) = ArtifactStore(url).list_runs()
+    monkeypatch.undo()
+    result = evaluate(config=small_config(url, n_items=24), as_of=AS_OF)
+    store = ArtifactStore(url, result.run_id)
+    for name in ("items", "pairs", "variants", "construction_log"):
+        assert store.manifest(name)["reused_from"] == failed["run_id"], name
+    for name in ("verdicts", "coverage", "consensus", "profiles"):
+        assert "reused_from" not in store.manifest(name), name

@@ -116,26 +116,41 @@ def plant_factual_fabrication(answer: str, gold: str, question: str, conditions:
     return Edit(start, end, before, after, f"{what} {value} was replaced by the wrong value {new}")
 
 
-def plant_logical_reversal(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
-    """Swap one relation for its opposite (more/less, above/below, follows/does not follow, yes/no)."""
-    matches = list(_REVERSAL_RE.finditer(answer))
+def _swap_one_phrase(
+    answer: str, pattern: re.Pattern, replacement: Callable[[str], str], rng, missing: str, note: str
+) -> Edit:
+    """Replace one (seeded) match of `pattern` by its counterpart; the shared core of reversal and overclaim."""
+    matches = list(pattern.finditer(answer))
     if not matches:
-        raise NotApplicable("no relation, inequality or conclusion with a known opposite in the answer")
+        raise NotApplicable(missing)
     m = _choose(matches, rng)
     before = m.group(1)
-    after = REVERSALS[before]
-    return Edit(m.start(), m.end(), before, after, f"'{before}' was reversed to '{after}'")
+    after = replacement(before)
+    return Edit(m.start(), m.end(), before, after, note.format(before=before, after=after))
+
+
+def plant_logical_reversal(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+    """Swap one relation for its opposite (more/less, above/below, follows/does not follow, yes/no)."""
+    return _swap_one_phrase(
+        answer,
+        _REVERSAL_RE,
+        REVERSALS.__getitem__,
+        rng,
+        "no relation, inequality or conclusion with a known opposite in the answer",
+        "'{before}' was reversed to '{after}'",
+    )
 
 
 def plant_overclaim(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
     """Widen a hedged claim: 'usually' → 'always', 'about' → 'exactly', 'can' → 'will'."""
-    matches = list(_OVERCLAIM_RE.finditer(answer))
-    if not matches:
-        raise NotApplicable("no hedge or scoped claim in the answer to widen")
-    m = _choose(matches, rng)
-    before = m.group(1)
-    after = _match_case(before, OVERCLAIMS[before.lower()])
-    return Edit(m.start(), m.end(), before, after, f"the hedge '{before}' was widened to '{after}'")
+    return _swap_one_phrase(
+        answer,
+        _OVERCLAIM_RE,
+        lambda hedge: _match_case(hedge, OVERCLAIMS[hedge.lower()]),
+        rng,
+        "no hedge or scoped claim in the answer to widen",
+        "the hedge '{before}' was widened to '{after}'",
+    )
 
 
 def plant_critical_omission(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
