@@ -60,11 +60,13 @@ def cmd_run(args) -> int:
         config.store.url = args.store
     from judgeops.data_contracts import ContractViolation
     from judgeops.flows.evaluate import evaluate
+    from judgeops.schemas.store import StoreError
+    from judgeops.tasks.ingest import IngestError
 
     started = time.perf_counter()
     try:
         result = evaluate(config=config, as_of=args.as_of, reuse=not args.no_reuse)
-    except ContractViolation as exc:
+    except (ContractViolation, IngestError, StoreError) as exc:
         _error(f"judgeops run stopped: {exc}")
         return 1
     print(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")

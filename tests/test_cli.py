@@ -1,4 +1,9 @@
-"""The `judgeops` command line, in-process against the session's Prefect server."""
+"""The `judgeops` command line: `run` as a subprocess (as a user runs it), the rest in-process."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -30,11 +35,24 @@ def test_a_bad_config_exits_2_naming_file_and_key(capsys, tmp_path):
     assert "bad.yaml: aggregation.methods[1]: Input should be 'mv' or 'avg' (got 'magic')" in err
 
 
+def judgeops(*args: str, cwd) -> subprocess.CompletedProcess:
+    """The installed console script, as a user runs it (its own ephemeral Prefect API)."""
+    env = {**os.environ, "PREFECT_HOME": str(cwd / "prefect-home")}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "judgeops"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
 @pytest.mark.slow
-def test_run_report_and_store_commands(prefect_server, config_file, capsys, tmp_path):
-    assert main(["--config", str(config_file), "run", "--as-of", "2026-11-16"]) == 0
-    out = capsys.readouterr().out
-    report = out.split("report: ")[-1].strip()
+def test_run_report_and_store_commands(config_file, capsys, tmp_path):
+    run = judgeops("--config", str(config_file), "run", "--as-of", "2026-11-16", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "stage construct: computing" in run.stdout + run.stderr
+    report = run.stdout.split("report: ")[-1].strip()
     assert report.endswith("report.html") and "Accuracy by error type" in open(report).read()
 
     assert main(["--config", str(config_file), "store", "ls"]) == 0
@@ -60,3 +78,14 @@ def test_store_show_of_a_missing_artifact_is_a_clear_error(capsys, tmp_path):
     store.write_run_record({"status": "completed", "started_at": "2026-01-01"})
     assert main(["--store", str(tmp_path / "s"), "store", "show", "verdicts"]) == 1
     assert "artifact 'verdicts' not found in run r1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_run_with_a_missing_source_file_stops_with_its_name(tmp_path):
+    config = tmp_path / "judgeops.yaml"
+    config.write_text(
+        f"sources:\n  - {{kind: file, path: {tmp_path}/absent.jsonl}}\nstore: {{url: {tmp_path}/store}}\n"
+    )
+    run = judgeops("--config", str(config), "run", cwd=tmp_path)
+    assert run.returncode == 1
+    assert f"judgeops run stopped: {tmp_path}/absent.jsonl: source file not found" in run.stderr
