@@ -107,6 +107,7 @@ def _context():
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)  # again: importing gx resets it
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     return context

@@ -50,7 +50,9 @@ def _probability(column: str) -> gxe.Expectation:
     return gxe.ExpectColumnValuesToBeBetween(column=column, min_value=0.0, max_value=1.0, meta=STOP)
 
 
-def _references(column: str, parent: str, parent_column: str, related: Mapping[str, pd.DataFrame]) -> Suite:
+def _references(
+    column: str, parent: str, parent_column: str, related: Mapping[str, pd.DataFrame], meta=STOP
+) -> Suite:
     if parent not in related:
         return []
     values = related[parent][parent_column].dropna().unique().tolist()
@@ -58,7 +60,7 @@ def _references(column: str, parent: str, parent_column: str, related: Mapping[s
         gxe.ExpectColumnValuesToBeInSet(
             column=column,
             value_set=values,
-            meta={**STOP, "rule": f"{column} references {parent}.{parent_column}"},
+            meta={**meta, "rule": f"{column} references {parent}.{parent_column}"},
         )
     ]
 
@@ -118,8 +120,22 @@ def variants_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
 def responses_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_keys("response_id"),
-        *_references("item_id", "items", "item_id", related),
+        *_references("item_id", "items", "item_id", related, meta=QUARANTINE),
         gxe.ExpectColumnValuesToNotBeNull(column="text", meta=QUARANTINE),
+        gxe.ExpectColumnValuesToNotBeNull(column="examinee", meta=QUARANTINE),
+        _in("correct_by", {"file", "gold_check", "unknown"}),
+    ]
+
+
+def external_pairs_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("pair_id"),
+        _in("gold", {"1", "2"}),
+        gxe.ExpectColumnValuesToNotBeNull(column="source", meta=STOP),
+        *[
+            gxe.ExpectColumnValueLengthsToBeBetween(column=c, min_value=1, meta=QUARANTINE)
+            for c in ("question", "answer_1", "answer_2")
+        ],
     ]
 
 
@@ -188,6 +204,7 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "construction_log": construction_log_suite,
     "variants": variants_suite,
     "responses": responses_suite,
+    "external_pairs": external_pairs_suite,
     "verdicts": verdicts_suite,
     "coverage": coverage_suite,
     "consensus": consensus_suite,

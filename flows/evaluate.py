@@ -73,7 +73,8 @@ def evaluate(
     store.write_run_record({**record, "status": "running"})
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
     try:
-        items = ingest_stage(store, config.sources, reuse)
+        ingested = ingest_stage(store, config, as_of, reuse)
+        items = {"items": ingested["items"]}
         built = construct_stage(store, items, config.construction, reuse)
         verdicts = judge_stage(store, {**items, **built}, config.judges, config.batch_size, reuse)
         coverage = validate_stage(store, {**verdicts, "variants": built["variants"]}, config.judges, reuse)

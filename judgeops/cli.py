@@ -75,6 +75,59 @@ def cmd_run(args) -> int:
     return 0
 
 
+ITEM_FORMATS = ("gsm8k", "mmlu", "truthfulqa", "medqa", "jsonl", "csv", "parquet")
+PAIRWISE_FORMATS = ("llmbar", "judgebench", "hh_rlhf")
+
+
+def sources_from_args(specs: list[list[str]]):
+    """`--source FORMAT:PATH [PATH ...]` → item sources and pairwise sources."""
+    from judgeops.config import FileSource, PairwiseSource
+
+    items, pairwise = [], []
+    for spec in specs:
+        fmt, sep, first = spec[0].partition(":")
+        if not sep or fmt not in ITEM_FORMATS + PAIRWISE_FORMATS:
+            raise ConfigError(
+                f"--source {spec[0]!r}: expected FORMAT:PATH with FORMAT one of {', '.join(ITEM_FORMATS + PAIRWISE_FORMATS)}"
+            )
+        for path in [first, *spec[1:]]:
+            if fmt in PAIRWISE_FORMATS:
+                pairwise.append(PairwiseSource(format=fmt, path=path))
+            else:
+                items.append(FileSource(format=fmt, path=path))
+    return items, pairwise
+
+
+def cmd_ingest(args) -> int:
+    from judgeops.flows.ingest import ingest
+    from judgeops.schemas.store import StoreError
+    from judgeops.tasks.ingest import IngestError
+
+    config = load_config(args.config)
+    if args.store:
+        config.store.url = args.store
+    if args.source:
+        items, pairwise = sources_from_args(args.source)
+        config.sources = items or config.sources
+        config.pairwise = pairwise or config.pairwise
+    if args.per_domain:
+        config.sampling.per_domain = args.per_domain
+    try:
+        result = ingest(config=config, as_of=args.as_of)
+    except (IngestError, StoreError) as exc:
+        _error(f"judgeops ingest stopped: {exc}")
+        return 1
+    table = Table(title=f"ingested (run {result['run_id']})")
+    for col in ("source", "domain", "items", "quarantined"):
+        table.add_column(col)
+    for row in result["summary"]:
+        table.add_row(row["source"], row["domain"], str(row["items"]), str(row["quarantined"]))
+    console.print(table)
+    for name, path in result["artifacts"].items():
+        print(f"{name}: {result['rows'][name]} rows at {path}")
+    return 0
+
+
 def cmd_report(args) -> int:
     from judgeops.schemas.store import ArtifactStore
     from judgeops.tasks import report as report_module
@@ -286,6 +339,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--as-of", type=_date, help="the date evaluated (default: today)")
     run.add_argument("--no-reuse", action="store_true", help="recompute every stage")
     run.set_defaults(fn=cmd_run)
+
+    ing = sub.add_parser(
+        "ingest", help="read sources into the items artifact and print a summary by source and domain"
+    )
+    ing.add_argument(
+        "--source",
+        action="append",
+        nargs="+",
+        metavar="FORMAT:PATH",
+        help="e.g. gsm8k:test.jsonl, mmlu:a.csv b.csv, truthfulqa:TruthfulQA.csv, medqa:x.jsonl, llmbar:natural.json "
+        "(repeatable; replaces the config's sources)",
+    )
+    ing.add_argument("--as-of", type=_date, help="the date (inbox sources read the week ending at it)")
+    ing.add_argument("--per-domain", type=int, help="sample at most this many items per domain")
+    ing.set_defaults(fn=cmd_ingest)
 
     rep = sub.add_parser("report", help="re-render the HTML report from stored artifacts")
     rep.add_argument("--run", help="run id (default: the latest completed run)")

@@ -41,21 +41,80 @@ class BankSource(_Strict):
     seed: int = 0
 
 
+ItemFormat = Literal["gsm8k", "mmlu", "truthfulqa", "medqa", "jsonl", "csv", "parquet"]
+
+
 class FileSource(_Strict):
-    """A QA file: `gsm8k` (question, answer with '#### final'), or jsonl/csv/parquet with a column mapping."""
+    """QA files of a known format, or jsonl/csv/parquet with a column mapping.
+
+    `path` is a file, a glob (`mmlu/*_test.csv`) or a folder (every file in it).
+    Formats: gsm8k (question, answer with '#### final'); mmlu (csv without header: question, A-D,
+    answer letter; the subject from the file name gives the domain); truthfulqa (Question, Best Answer,
+    Correct Answers, Incorrect Answers); medqa (question, options {A..E}, answer_idx, answer); and
+    jsonl / csv / parquet read through the *_field mapping.
+    """
 
     kind: Literal["file"] = "file"
     path: str
-    format: Literal["gsm8k", "jsonl", "csv", "parquet"] = "jsonl"
-    domain: Domain = "general"
+    format: ItemFormat = "jsonl"
+    domain: Domain | None = Field(
+        None, description="default: by format (gsm8k math, medqa medical, mmlu by subject)"
+    )
+    id_field: str | None = Field(None, description="a stable id column; default: a hash of the question")
     question_field: str = "question"
     gold_field: str = "answer"
     solution_field: str | None = None
-    license: str = "unknown"
-    limit: int | None = Field(None, ge=1, description="read at most this many rows")
+    choices_field: str | None = Field(
+        None, description="a list column of options (letters A, B, ... in order)"
+    )
+    license: str | None = Field(None, description="default: the known licence of the format's public release")
+    limit: int | None = Field(None, ge=1, description="read at most this many rows per file")
 
 
-Source = Annotated[BankSource | FileSource, Field(discriminator="kind")]
+class InboxSource(_Strict):
+    """A dated inbox for recurring evaluations: `<root>/<YYYY-MM-DD>/*.jsonl`, the folders of the week ending at as_of."""
+
+    kind: Literal["inbox"] = "inbox"
+    root: str
+    days: int = Field(7, ge=1, description="folders dated within (as_of - days, as_of] are read")
+    domain: Domain | None = None
+    question_field: str = "question"
+    gold_field: str = "answer"
+    solution_field: str | None = None
+    license: str | None = None
+
+
+Source = Annotated[BankSource | FileSource | InboxSource, Field(discriminator="kind")]
+
+
+class PairwiseSource(_Strict):
+    """A published pairwise set: llmbar (json list), judgebench (jsonl), hh_rlhf (jsonl or jsonl.gz)."""
+
+    format: Literal["llmbar", "judgebench", "hh_rlhf"]
+    path: str
+    limit: int | None = Field(None, ge=1)
+
+
+class ResponsesSource(_Strict):
+    """Examinee answers to judge pointwise, from jsonl / csv / parquet with a column mapping."""
+
+    path: str
+    format: Literal["jsonl", "csv", "parquet"] = "jsonl"
+    examinee: str | None = Field(None, description="the examinee's name when the file has no examinee column")
+    id_field: str | None = None
+    item_field: str = "item_id"
+    examinee_field: str = "examinee"
+    text_field: str = "text"
+    correct_field: str | None = Field(
+        None, description="is_correct column; else checked against the item's gold"
+    )
+
+
+class SamplingConfig(_Strict):
+    """Which ingested items go on: at most `per_domain` per domain, drawn with `seed` (all when unset)."""
+
+    per_domain: int | None = Field(None, ge=1)
+    seed: int = 0
 
 
 class GateConfig(_Strict):
@@ -107,6 +166,9 @@ class EvaluateConfig(_Strict):
     """Everything the evaluate flow needs; the Prefect UI renders it as a form."""
 
     sources: list[Source] = Field(default_factory=lambda: [BankSource()], min_length=1)
+    pairwise: list[PairwiseSource] = Field(default_factory=list, description="published pairwise sets")
+    responses: list[ResponsesSource] = Field(default_factory=list, description="examinee outputs")
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     construction: ConstructionConfig = Field(default_factory=ConstructionConfig)
     judges: list[JudgeConfig] = Field(default_factory=_default_panel, min_length=1)
     aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
@@ -132,7 +194,7 @@ def _loc(loc: tuple) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("builtin_bank", "file") and out.endswith("]"):
+        elif part in ("builtin_bank", "file", "inbox") and out.endswith("]"):
             continue  # the discriminator tag pydantic adds to the path
         else:
             out += f".{part}" if out else str(part)

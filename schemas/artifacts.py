@@ -110,6 +110,22 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             "one displayed prompt: a presentation of a pair in one display order",
         ),
         ArtifactSchema(
+            "external_pairs",
+            1,
+            _s(
+                pa.field("pair_id", _STR, nullable=False),
+                pa.field("source", _STR),
+                pa.field("question", _STR),
+                pa.field("answer_1", _STR),
+                pa.field("answer_2", _STR),
+                pa.field("gold", _STR),
+                pa.field("license", _STR),
+                pa.field("provenance", _STR),
+            ),
+            ("pair_id",),
+            "a published pairwise comparison with its gold preference ('1' or '2')",
+        ),
+        ArtifactSchema(
             "responses",
             1,
             _s(
@@ -118,6 +134,8 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("examinee", _STR),
                 pa.field("text", _STR),
                 pa.field("is_correct", pa.bool_()),
+                pa.field("correct_by", _STR),
+                pa.field("provenance", _STR),
             ),
             ("response_id",),
             "an examinee answer to judge pointwise",

@@ -153,11 +153,13 @@ class ArtifactStore:
         stage_key: str | None = None,
         related: Mapping[str, pd.DataFrame] | None = None,
         check_contract: bool = True,
+        quarantine: pd.DataFrame | None = None,
     ) -> ArtifactRef:
         """Check schema and contract, write Parquet atomically, then the manifest.
 
         Rows failing a row-level rule marked `quarantine` go to `<name>__quarantine` with the
-        reason; a failing `stop` rule raises ContractViolation and writes nothing but the
+        reason, together with `quarantine` (rows the stage itself set aside, e.g. unreadable
+        input lines); a failing `stop` rule raises ContractViolation and writes nothing but the
         validation result.
         """
         from judgeops.data_contracts import check_contract as run_contract
@@ -171,15 +173,19 @@ class ArtifactStore:
             outcome.publish()
             outcome.raise_if_stopped()
             if outcome.quarantined is not None and len(outcome.quarantined):
-                self.write(
-                    f"{name}__quarantine",
-                    outcome.quarantined,
-                    parents=parents,
-                    params=params,
-                    stage=stage,
-                    check_contract=False,
-                )
                 table = to_arrow(name, outcome.clean, spec)
+                quarantine = pd.concat(
+                    [q for q in (quarantine, outcome.quarantined) if q is not None], ignore_index=True
+                )
+        if quarantine is not None and len(quarantine):
+            self.write(
+                f"{name}__quarantine",
+                quarantine,
+                parents=parents,
+                params=params,
+                stage=stage,
+                check_contract=False,
+            )
         return self._write_table(name, spec, table, parents, params, stage, stage_key)
 
     def _write_table(self, name, spec, table, parents, params, stage, stage_key) -> ArtifactRef:

@@ -12,6 +12,7 @@ dangling reference; here reuse verifies the artifact's bytes first.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import importlib.util
 import logging
@@ -33,8 +34,17 @@ import judgeops.tasks.ingest as ingest_module
 import judgeops.tasks.judges as judges_module
 import judgeops.tasks.profile as profile_module
 import judgeops.tasks.report as report_module
-from judgeops.config import AggregationConfig, ConstructionConfig, JudgeConfig, ProfileConfig, Source
+from judgeops.config import (
+    AggregationConfig,
+    ConstructionConfig,
+    EvaluateConfig,
+    InboxSource,
+    JudgeConfig,
+    ProfileConfig,
+)
+from judgeops.schemas.artifacts import QUARANTINE_SUFFIX
 from judgeops.schemas.store import ArtifactRef, ArtifactStore, stable_hash
+from judgeops.tasks.ingest.adapters import expand_paths
 
 Refs = dict[str, ArtifactRef]
 
@@ -117,38 +127,105 @@ def run_stage(
     outputs = compute(tables)
     refs: Refs = {}
     related = dict(tables)
+    set_aside = {n: df for n, df in outputs.items() if n.endswith(QUARANTINE_SUFFIX)}
     for name, df in outputs.items():
+        if name in set_aside:
+            continue
         refs[name] = store.write(
-            name, df, parents=inputs, params=params, stage=stage, stage_key=key, related=related
+            name,
+            df,
+            parents=inputs,
+            params=params,
+            stage=stage,
+            stage_key=key,
+            related=related,
+            quarantine=set_aside.get(name + QUARANTINE_SUFFIX),
         )
         related[name] = df
+        if store.exists(name + QUARANTINE_SUFFIX):  # rows set aside are outputs too: reused with the rest
+            refs[name + QUARANTINE_SUFFIX] = store.ref(name + QUARANTINE_SUFFIX)
     store.record_stage_outputs(stage, key, refs)
     log.info("stage %s: wrote %s", stage, ", ".join(f"{n} ({r.rows} rows)" for n, r in refs.items()))
     return refs
 
 
-def _file_hashes(sources: list[Source]) -> dict[str, str]:
-    """Content hashes of file sources: editing a file in place invalidates the ingest stage."""
+def source_fingerprint(config: EvaluateConfig, as_of: dt.date) -> dict[str, str]:
+    """Content hashes of every input file (editing a file in place invalidates the ingest stage);
+    for an inbox, the files of the week being read, so each week is its own ingest."""
+    files: list[Path] = []
+    for s in [*config.sources, *config.pairwise, *config.responses]:
+        if isinstance(s, InboxSource):
+            root = Path(s.root)
+            files += sorted(root.glob("*/*.jsonl")) if root.is_dir() else []
+        elif getattr(s, "path", None):
+            try:
+                files += expand_paths(s.path)
+            except ingest_module.IngestError:
+                pass  # the stage itself reports the missing file
     out = {}
-    for s in sources:
-        path = getattr(s, "path", None)
-        if path and Path(path).is_file():
-            out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    for f in files:
+        with open(f, "rb") as fh:
+            out[str(f)] = hashlib.file_digest(fh, "sha256").hexdigest()
+    if any(isinstance(s, InboxSource) for s in config.sources):
+        out["as_of"] = as_of.isoformat()
     return out
 
 
 @task(name="ingest", cache_policy=NO_CACHE)
-def ingest_stage(store: ArtifactStore, sources: list[Source], reuse: bool = True) -> Refs:
-    return run_stage(
+def ingest_stage(store: ArtifactStore, config: EvaluateConfig, as_of: dt.date, reuse: bool = True) -> Refs:
+    """Items (with their quarantine), and the pairwise sets and examinee outputs when configured."""
+
+    def compute(_: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+        result = ingest_module.ingest_items(config.sources, as_of, config.sampling)
+        logger().info(
+            "ingest: %s records read (%s); %d quarantined; %d duplicate questions dropped; %d sampled out",
+            sum(result.read_per_source.values()),
+            ", ".join(f"{k}: {v}" for k, v in result.read_per_source.items()),
+            len(result.quarantine),
+            result.duplicates,
+            result.sampled_out,
+        )
+        out = {"items": result.items, "items__quarantine": result.quarantine}
+        if config.pairwise:
+            pairs, rejects = ingest_module.ingest_pairwise(config.pairwise)
+            out |= {
+                "external_pairs": pairs,
+                "external_pairs__quarantine": ingest_module.reject_frame(rejects, "external_pairs"),
+            }
+        if config.responses:
+            responses, rejects = ingest_module.ingest_responses(config.responses, result.items)
+            out |= {
+                "responses": responses,
+                "responses__quarantine": ingest_module.reject_frame(rejects, "responses"),
+            }
+        return out
+
+    params = {k: getattr(config, k) for k in ("sources", "pairwise", "responses", "sampling")}
+    refs = run_stage(
         store,
         "ingest",
         ingest_module,
         {},
-        {"sources": sources},
-        lambda _: {"items": ingest_module.ingest_items(sources)},
+        params,
+        compute,
         reuse,
-        extra_key=_file_hashes(sources),
+        extra_key=source_fingerprint(config, as_of),
     )
+    summary = ingest_module.summary_table(
+        store.read_pandas(refs["items"]),
+        store.read_pandas(refs["items__quarantine"]) if "items__quarantine" in refs else None,
+    )
+    logger().info("ingest summary (source × domain):\n%s", summary.to_string(index=False))
+    _publish_table(summary, "ingest-summary", "items per source and domain, quarantined rows per file")
+    return refs
+
+
+def _publish_table(table: pd.DataFrame, key: str, description: str) -> None:
+    from prefect.artifacts import create_table_artifact
+    from prefect.context import TaskRunContext
+
+    if TaskRunContext.get() is not None:
+        create_table_artifact(table=table.to_dict("records"), key=key, description=description)
 
 
 @task(name="construct", cache_policy=NO_CACHE)

@@ -25,7 +25,7 @@ QUESTION = (
 
 @pytest.fixture(scope="module")
 def built():
-    items = ingest_items([BankSource(n_items=200, seed=2)])
+    items = ingest_items([BankSource(n_items=200, seed=2)]).items
     return items, construct(items, ConstructionConfig(seed=2))
 
 

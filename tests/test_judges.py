@@ -61,7 +61,7 @@ def test_candidate_symmetry_whenever_a_judge_decides_on_content(a, b, name):
 
 
 def test_the_panel_runs_on_every_variant_and_coverage_is_honest():
-    items = ingest_items([BankSource(n_items=24, seed=5)])
+    items = ingest_items([BankSource(n_items=24, seed=5)]).items
     built = construct(items, ConstructionConfig())
     judges = EvaluateConfig().judges
     seen = []
@@ -108,7 +108,7 @@ def test_to_canonical_is_the_one_mapping_to_the_correct_answer_frame():
 
 
 def test_a_judge_error_is_recorded_not_dropped(monkeypatch):
-    items = ingest_items([BankSource(n_items=8, seed=5)])
+    items = ingest_items([BankSource(n_items=8, seed=5)]).items
     built = construct(items, ConstructionConfig())
 
     def boom(*args):

@@ -1,164 +1,215 @@
-"""Ingest: sources → the `items` artifact.
+"""Ingest: sources → the `items` artifact (plus `items__quarantine`), streamed in batches.
 
-`ingest_items(sources)` is the pure function; the stage wrapper lives in `judgeops.tasks.stages`.
-Whole-file problems (missing file, unreadable format, a bad JSON line) raise IngestError naming the
-file, line and field; row-level problems (an empty question) pass through to the `items` contract,
-which moves the row to `items__quarantine` with the reason.
+`ingest_items(sources, as_of, sampling)` is the pure function; the Prefect task is in
+`judgeops.tasks.stages`. Whole-file problems (a missing file, an unreadable container) raise
+IngestError naming the file; a record that cannot become an item (bad JSON line, missing or empty
+field, answer letter outside the choices, duplicate id) becomes a quarantine row naming file, line
+and field; rows that parse but break the `items` contract are quarantined by the store.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import datetime as dt
 import logging
-import re
-import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from judgeops.config import BankSource, FileSource
+from judgeops.config import BankSource, FileSource, InboxSource, SamplingConfig
+from judgeops.schemas.artifacts import schema_for
+from judgeops.tasks.ingest.adapters import (
+    IngestError,
+    Reject,
+    normalize_text,
+    read_file_source,
+    read_generic,
+)
 from judgeops.tasks.ingest.bank import LICENSE as BANK_LICENSE
 from judgeops.tasks.ingest.bank import generate_bank
+from judgeops.tasks.ingest.pairwise import ingest_pairwise
+from judgeops.tasks.ingest.responses import ingest_responses
+
+__all__ = [
+    "IngestError",
+    "IngestResult",
+    "ingest_items",
+    "ingest_pairwise",
+    "ingest_responses",
+    "normalize_text",
+    "reject_frame",
+    "summary_table",
+]
 
 log = logging.getLogger(__name__)
 
-ITEM_COLUMNS = [
-    "item_id",
-    "source",
-    "domain",
-    "question",
-    "choices",
-    "gold",
-    "worked_solution",
-    "steps",
-    "conditions",
-    "license",
-    "provenance",
-]
+ITEM_COLUMNS = schema_for("items").schema.names
+BATCH_ROWS = 50_000
 
 
-class IngestError(ValueError):
-    pass
+@dataclass
+class IngestResult:
+    items: pd.DataFrame
+    quarantine: pd.DataFrame
+    duplicates: int = 0
+    sampled_out: int = 0
+    read_per_source: dict[str, int] = field(default_factory=dict)
 
 
-def normalize_text(text: object) -> object:
-    """Unicode NFC and collapsed whitespace; non-strings (None, NaN) pass through for the contract to judge."""
-    if not isinstance(text, str):
-        return None if text is None or (isinstance(text, float) and pd.isna(text)) else str(text)
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
-
-
-def bank_items(source: BankSource) -> pd.DataFrame:
-    rows = []
+def bank_rows(source: BankSource) -> Iterator[dict]:
     for item in generate_bank(source.n_items, source.seed):
-        rows.append(
-            {
-                "item_id": item["item_id"],
-                "source": "builtin_bank",
-                "domain": item["domain"],
-                "question": item["question"],
-                "choices": [],
-                "gold": item["gold"],
-                "worked_solution": " ".join(item["steps"]),
-                "steps": item["steps"],
-                "conditions": item["conditions"],
-                "license": BANK_LICENSE,
-                "provenance": item["provenance"],
-            }
-        )
-    return pd.DataFrame(rows, columns=ITEM_COLUMNS)
+        yield {
+            "item_id": item["item_id"],
+            "source": "builtin_bank",
+            "domain": item["domain"],
+            "question": item["question"],
+            "choices": [],
+            "gold": item["gold"],
+            "worked_solution": " ".join(item["steps"]),
+            "steps": item["steps"],
+            "conditions": item["conditions"],
+            "license": BANK_LICENSE,
+            "provenance": item["provenance"],
+        }
 
 
-def _read_records(source: FileSource) -> list[dict]:
-    path = Path(source.path)
-    if not path.exists():
-        raise IngestError(f"{path}: source file not found (sources[kind=file].path)")
-    if source.format == "parquet":
+def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[dict | Reject]:
+    """jsonl files in the dated folders of the week ending at as_of: <root>/<YYYY-MM-DD>/*.jsonl."""
+    root = Path(source.root)
+    if not root.is_dir():
+        raise IngestError(f"{root}: inbox folder not found")
+    first = as_of - dt.timedelta(days=source.days - 1)
+    folders = []
+    for child in sorted(root.iterdir()):
         try:
-            return pd.read_parquet(path).to_dict("records")
-        except Exception as exc:
-            raise IngestError(f"{path}: not a readable Parquet file ({exc})") from None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    if source.format == "csv":
-        import io
-
-        try:
-            return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False).to_dict("records")
-        except Exception as exc:
-            raise IngestError(f"{path}: not a readable CSV file ({exc})") from None
-    records = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+            day = dt.date.fromisoformat(child.name)
+        except ValueError:
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise IngestError(
-                f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-            ) from None
-        if not isinstance(record, dict):
-            raise IngestError(f"{path}, line {lineno}: expected a JSON object, got {type(record).__name__}")
-        records.append(record)
-    return records
-
-
-def file_items(source: FileSource) -> pd.DataFrame:
-    records = _read_records(source)
-    if source.limit:
-        records = records[: source.limit]
-    rows = []
-    for row_number, record in enumerate(records, start=1):
-        question = normalize_text(record.get(source.question_field))
-        answer = record.get(source.gold_field)
-        solution = record.get(source.solution_field) if source.solution_field else None
-        if source.format == "gsm8k" and isinstance(answer, str) and "####" in answer:
-            worked, _, final = answer.rpartition("####")
-            solution, answer = worked, final.strip().replace(",", "")
-        gold = normalize_text(answer)
-        steps: list[str] = []
-        if isinstance(solution, str) and solution.strip():
-            cleaned = re.sub(r"<<[^>]*>>", "", solution)  # GSM8K calculator annotations
-            steps = [normalize_text(s) for s in cleaned.splitlines() if s.strip()]
-            steps = [s for line in steps for s in _sentences(line)]
-        if gold:
-            steps.append(f"The answer is {gold}.")
-        rows.append(
-            {
-                "item_id": f"{Path(source.path).stem}-"
-                + hashlib.sha256(str(question).encode()).hexdigest()[:16],
-                "source": f"file:{Path(source.path).name}",
-                "domain": source.domain,
-                "question": question,
-                "choices": [],
-                "gold": gold,
-                "worked_solution": " ".join(steps),
-                "steps": steps,
-                "conditions": [],
-                "license": source.license,
-                "provenance": f"{source.path}:row {row_number}",
-            }
+        if child.is_dir() and first <= day <= as_of:
+            folders.append(child)
+    if not folders:
+        raise IngestError(
+            f"{root}: no inbox folder dated {first} to {as_of} (expected {root}/<YYYY-MM-DD>/*.jsonl)"
         )
-    return pd.DataFrame(rows, columns=ITEM_COLUMNS)
+    mapping = FileSource(
+        path=str(root),
+        format="jsonl",
+        domain=source.domain,
+        question_field=source.question_field,
+        gold_field=source.gold_field,
+        solution_field=source.solution_field,
+        license=source.license,
+    )
+    for folder in folders:
+        for path in sorted(folder.glob("*.jsonl")):
+            yield from read_generic(path, mapping, source_name=f"inbox:{folder.name}")
 
 
-def ingest_items(sources: list[BankSource | FileSource]) -> pd.DataFrame:
-    """All sources as one `items` table, normalised and deduplicated by normalised question."""
-    frames = [bank_items(s) if isinstance(s, BankSource) else file_items(s) for s in sources]
-    items = pd.concat(frames, ignore_index=True)
-    key = items["question"].fillna("").str.lower()
-    duplicated = key.duplicated() & (key != "")
-    if duplicated.any():
+def _rows(source, as_of: dt.date) -> Iterator[dict | Reject]:
+    if isinstance(source, BankSource):
+        return bank_rows(source)
+    if isinstance(source, InboxSource):
+        return inbox_rows(source, as_of)
+    return read_file_source(source)
+
+
+def reject_frame(rejects: list[Reject], artifact: str = "items") -> pd.DataFrame:
+    """Rejected records as `<artifact>__quarantine` rows: provenance, the line, the rule and the reason."""
+    columns = schema_for(artifact).schema.names
+    return pd.DataFrame(
+        {
+            **{c: None for c in columns},
+            "provenance": [f"{r.file}:line {r.line}" for r in rejects],
+            "quarantine_row": [r.line for r in rejects],
+            "quarantine_rule": [f"ingest:{r.field or 'record'}" for r in rejects],
+            "quarantine_reason": [r.message() for r in rejects],
+        },
+        index=range(len(rejects)),
+    )
+
+
+def _batches(records: Iterable[dict | Reject], rejects: list[Reject]) -> Iterator[pd.DataFrame]:
+    """Item rows in DataFrames of BATCH_ROWS, so a large file never sits in memory as dicts."""
+    batch: list[dict] = []
+    for record in records:
+        if isinstance(record, Reject):
+            rejects.append(record)
+            continue
+        batch.append(record)
+        if len(batch) == BATCH_ROWS:
+            yield pd.DataFrame(batch, columns=ITEM_COLUMNS)
+            batch = []
+    if batch:
+        yield pd.DataFrame(batch, columns=ITEM_COLUMNS)
+
+
+def sample_per_domain(items: pd.DataFrame, sampling: SamplingConfig) -> pd.DataFrame:
+    if sampling.per_domain is None:
+        return items
+    kept = items.groupby("domain", group_keys=False, sort=True).apply(
+        lambda g: g.sample(n=min(len(g), sampling.per_domain), random_state=sampling.seed)
+    )
+    return items.loc[items.index.isin(kept.index)]
+
+
+def ingest_items(
+    sources: list, as_of: dt.date | None = None, sampling: SamplingConfig | None = None
+) -> IngestResult:
+    """All sources as one `items` table: normalised, deduplicated by normalised question, sampled."""
+    as_of = as_of or dt.date.today()
+    rejects: list[Reject] = []
+    frames, read = [], {}
+    for source in sources:
+        before = len(rejects)
+        parts = list(_batches(_rows(source, as_of), rejects))
+        n = sum(len(p) for p in parts)
+        label = getattr(source, "path", None) or getattr(source, "root", None) or source.kind
+        read[label] = n + len(rejects) - before
+        frames.extend(parts)
+    items = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=ITEM_COLUMNS)
+    # the same question with other options is another item (MMLU repeats stems such as "Which is true?")
+    key = items["question"].fillna("").str.lower() + "\x1f" + items["choices"].map(lambda c: "\x1e".join(c))
+    duplicated = key.duplicated() & items["question"].notna()
+    first_of = items.groupby(key)["item_id"].transform("first")
+    dupes = items.loc[duplicated].assign(
+        quarantine_row=items.loc[duplicated, "provenance"].str.extract(r":line (\d+)$")[0].astype("Int64"),
+        quarantine_rule="ingest:duplicate",
+        quarantine_reason=[
+            f"{p}: duplicate of item {f} (same normalised question and choices); the first occurrence is kept"
+            for p, f in zip(items.loc[duplicated, "provenance"], first_of[duplicated], strict=True)
+        ],
+    )
+    if len(dupes):
         log.warning(
-            "ingest: %d duplicate questions across sources dropped (first occurrence kept): %s",
-            int(duplicated.sum()),
-            items.loc[duplicated, "provenance"].head(5).tolist(),
+            "ingest: %d duplicates set aside, e.g. %s", len(dupes), dupes["quarantine_reason"].iloc[0]
         )
-    return items.loc[~duplicated].reset_index(drop=True)
+    items = items.loc[~duplicated]
+    sampled = sample_per_domain(items, sampling or SamplingConfig())
+    if rejects:
+        log.warning("ingest: %d records quarantined, e.g. %s", len(rejects), rejects[0].message())
+    set_aside = [q for q in (reject_frame(rejects), dupes) if len(q)]
+    quarantine = pd.concat(set_aside, ignore_index=True) if set_aside else reject_frame([])
+    return IngestResult(
+        items=sampled.reset_index(drop=True),
+        quarantine=quarantine,
+        duplicates=len(dupes),
+        sampled_out=len(items) - len(sampled),
+        read_per_source=read,
+    )
+
+
+def summary_table(items: pd.DataFrame, quarantine: pd.DataFrame | None) -> pd.DataFrame:
+    """Items and quarantined rows per source × domain: together they account for every record read."""
+    table = items.groupby(["source", "domain"]).size().rename("items").reset_index()
+    table["quarantined"] = 0
+    if quarantine is not None and len(quarantine):
+        # a rejected record has no source yet: it is counted under its file
+        files = quarantine["provenance"].fillna("").str.rsplit(":line", n=1).str[0]
+        counts = quarantine.assign(
+            source=quarantine["source"].fillna(files), domain=quarantine["domain"].fillna("-")
+        )
+        counts = counts.groupby(["source", "domain"]).size().rename("quarantined").reset_index()
+        table = table.drop(columns="quarantined").merge(counts, on=["source", "domain"], how="outer")
+        table = table.fillna({"items": 0, "quarantined": 0}).astype({"items": int, "quarantined": int})
+    return table.sort_values(["source", "domain"], ignore_index=True)

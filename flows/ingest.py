@@ -1,0 +1,41 @@
+"""The ingest flow: only the first stage of evaluate, for checking sources before a full run."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from prefect import flow
+
+from judgeops.config import EvaluateConfig
+from judgeops.flows.evaluate import _as_of
+from judgeops.schemas.store import ArtifactStore, new_run_id
+from judgeops.tasks.ingest import summary_table
+from judgeops.tasks.stages import ingest_stage
+
+
+@flow(name="ingest", flow_run_name="ingest-{as_of}")
+def ingest(config: EvaluateConfig | None = None, as_of: dt.date | None = None, reuse: bool = True) -> dict:
+    """Read the configured sources into `items` (and `external_pairs`, `responses`); return where and how many."""
+    config = config or EvaluateConfig()
+    as_of = _as_of(as_of)
+    store = ArtifactStore(config.store.url, new_run_id(as_of))
+    record = {
+        "flow": "ingest",
+        "as_of": as_of.isoformat(),
+        "config": config.model_dump(mode="json"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    store.write_run_record({**record, "status": "running"})
+    try:
+        refs = ingest_stage(store, config, as_of, reuse)
+    except BaseException as exc:
+        store.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+        raise
+    store.write_run_record({**record, "status": "ingested"})
+    quarantine = store.read_pandas(refs["items__quarantine"]) if "items__quarantine" in refs else None
+    return {
+        "run_id": store.run_id,
+        "artifacts": {name: store.display_path(ref.path) for name, ref in refs.items()},
+        "rows": {name: ref.rows for name, ref in refs.items()},
+        "summary": summary_table(store.read_pandas(refs["items"]), quarantine).to_dict("records"),
+    }
