@@ -10,7 +10,7 @@ import yaml
 
 from judgeops.cli import main
 from judgeops.config import dump_config
-from tests.conftest import small_config
+from tests.conftest import SHARED_DATA, small_config
 
 
 @pytest.fixture
@@ -89,3 +89,40 @@ def test_run_with_a_missing_source_file_stops_with_its_name(tmp_path):
     run = judgeops("--config", str(config), "run", cwd=tmp_path)
     assert run.returncode == 1
     assert f"judgeops run stopped: {tmp_path}/absent.jsonl: source file not found" in run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data is absent (public data sets)")
+def test_ingest_reads_real_sources_and_prints_the_summary(tmp_path):
+    data = SHARED_DATA
+    run = judgeops(
+        "--store",
+        str(tmp_path / "store"),
+        "ingest",
+        "--source",
+        f"gsm8k:{data / 'gsm8k' / 'test.jsonl'}",
+        "--source",
+        f"mmlu:{data / 'mmlu' / 'logical_fallacies_test.csv'}",
+        str(data / "mmlu" / "college_physics_test.csv"),
+        "--source",
+        f"truthfulqa:{data / 'truthfulqa' / 'TruthfulQA.csv'}",
+        "--source",
+        f"llmbar:{data / 'llmbar' / 'natural.json'}",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout
+    for needle in ("gsm8k", "mmlu:logical_fallacies", "mmlu:college_physics", "truthfulqa", "quarantined"):
+        assert needle in out
+    rows = dict(line.split(": ", 1) for line in out.splitlines() if " rows at " in line)
+    items = int(rows["items"].split()[0])
+    set_aside = int(rows.get("items__quarantine", "0").split()[0])
+    assert items + set_aside == 1319 + 163 + 102 + 817  # every record of the four files accounted for
+    assert rows["external_pairs"].startswith("100 rows")
+
+
+def test_an_unknown_source_format_is_a_clear_error(capsys):
+    assert main(["ingest", "--source", "xlsx:data.xlsx"]) == 2
+    assert (
+        "--source 'xlsx:data.xlsx': expected FORMAT:PATH with FORMAT one of gsm8k" in capsys.readouterr().err
+    )

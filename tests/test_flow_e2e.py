@@ -52,7 +52,14 @@ def test_the_run_and_its_artifacts_are_on_the_prefect_server(first_run):
         )
         assert runs and runs[0].state.is_completed()
         keys = {a.key for a in client.read_artifacts() if a.flow_run_id == runs[0].id}
-    assert {"leaderboard", "judge-profiles", "report", "contract-verdicts", "contract-items"} <= keys
+    assert {
+        "leaderboard",
+        "judge-profiles",
+        "report",
+        "contract-verdicts",
+        "contract-items",
+        "ingest-summary",
+    } <= keys
 
 
 def test_a_second_run_reuses_every_stage(first_run):

@@ -15,13 +15,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from judgeops.config import BankSource, FileSource, InboxSource, SamplingConfig
 from judgeops.schemas.artifacts import schema_for
 from judgeops.tasks.ingest.adapters import (
     IngestError,
     Reject,
+    identity_digest,
     normalize_text,
     read_file_source,
     read_generic,
@@ -44,8 +47,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ITEM_COLUMNS = schema_for("items").schema.names
-BATCH_ROWS = 50_000
+ITEMS_SCHEMA = schema_for("items").schema
+ITEM_COLUMNS = ITEMS_SCHEMA.names
+BATCH_ROWS = 20_000
 
 
 @dataclass
@@ -57,24 +61,27 @@ class IngestResult:
     read_per_source: dict[str, int] = field(default_factory=dict)
 
 
-def bank_rows(source: BankSource) -> Iterator[dict]:
+def bank_rows(source: BankSource) -> Iterator[tuple]:
     for item in generate_bank(source.n_items, source.seed):
-        yield {
-            "item_id": item["item_id"],
-            "source": "builtin_bank",
-            "domain": item["domain"],
-            "question": item["question"],
-            "choices": [],
-            "gold": item["gold"],
-            "worked_solution": " ".join(item["steps"]),
-            "steps": item["steps"],
-            "conditions": item["conditions"],
-            "license": BANK_LICENSE,
-            "provenance": item["provenance"],
-        }
+        steps = item["steps"]
+        key = int.from_bytes(identity_digest(item["question"], []), "little", signed=True)
+        yield (
+            item["item_id"],
+            "builtin_bank",
+            item["domain"],
+            item["question"],
+            [],
+            item["gold"],
+            " ".join(steps),
+            steps,
+            item["conditions"],
+            BANK_LICENSE,
+            item["provenance"],
+            key,
+        )
 
 
-def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[dict | Reject]:
+def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
     """jsonl files in the dated folders of the week ending at as_of: <root>/<YYYY-MM-DD>/*.jsonl."""
     root = Path(source.root)
     if not root.is_dir():
@@ -106,7 +113,7 @@ def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[dict | Reject]:
             yield from read_generic(path, mapping, source_name=f"inbox:{folder.name}")
 
 
-def _rows(source, as_of: dt.date) -> Iterator[dict | Reject]:
+def _rows(source, as_of: dt.date) -> Iterator[tuple | Reject]:
     if isinstance(source, BankSource):
         return bank_rows(source)
     if isinstance(source, InboxSource):
@@ -129,19 +136,30 @@ def reject_frame(rejects: list[Reject], artifact: str = "items") -> pd.DataFrame
     )
 
 
-def _batches(records: Iterable[dict | Reject], rejects: list[Reject]) -> Iterator[pd.DataFrame]:
-    """Item rows in DataFrames of BATCH_ROWS, so a large file never sits in memory as dicts."""
-    batch: list[dict] = []
+def _batches(
+    records: Iterable[tuple | Reject], rejects: list[Reject]
+) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """Item rows as Arrow tables of BATCH_ROWS (with their identity keys): a large file never sits in
+    memory as Python objects."""
+    batch: list[tuple] = []
     for record in records:
         if isinstance(record, Reject):
             rejects.append(record)
             continue
         batch.append(record)
         if len(batch) == BATCH_ROWS:
-            yield pd.DataFrame(batch, columns=ITEM_COLUMNS)
+            yield _to_table(batch)
             batch = []
     if batch:
-        yield pd.DataFrame(batch, columns=ITEM_COLUMNS)
+        yield _to_table(batch)
+
+
+def _to_table(rows: list[tuple]) -> tuple[pa.Table, np.ndarray]:
+    *columns, keys = zip(*rows, strict=True)
+    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, ITEMS_SCHEMA, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=ITEMS_SCHEMA), np.fromiter(
+        keys, dtype=np.int64, count=len(keys)
+    )
 
 
 def sample_per_domain(items: pd.DataFrame, sampling: SamplingConfig) -> pd.DataFrame:
@@ -163,28 +181,34 @@ def ingest_items(
     for source in sources:
         before = len(rejects)
         parts = list(_batches(_rows(source, as_of), rejects))
-        n = sum(len(p) for p in parts)
+        n = sum(t.num_rows for t, _ in parts)
         label = getattr(source, "path", None) or getattr(source, "root", None) or source.kind
         read[label] = n + len(rejects) - before
         frames.extend(parts)
-    items = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=ITEM_COLUMNS)
-    # the same question with other options is another item (MMLU repeats stems such as "Which is true?")
-    key = items["question"].fillna("").str.lower() + "\x1f" + items["choices"].map(lambda c: "\x1e".join(c))
-    duplicated = key.duplicated() & items["question"].notna()
-    first_of = items.groupby(key)["item_id"].transform("first")
+    table = pa.concat_tables([t for t, _ in frames]) if frames else ITEMS_SCHEMA.empty_table()
+    keys = np.concatenate([k for _, k in frames]) if frames else np.zeros(0, dtype=np.int64)
+    del frames
+    items = table.to_pandas(types_mapper=pd.ArrowDtype)  # zero-copy: the columns stay Arrow arrays
+    del table
+    # the same question with other options is another item (MMLU repeats stems such as "Which is true?"):
+    # the key covers both; found on 8-byte keys, not on a million Python strings
+    _, first_position, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    duplicated = np.ones(len(keys), dtype=bool)
+    duplicated[first_position] = False
+    first_ids = items["item_id"].iloc[first_position[inverse[duplicated]]].tolist()
     dupes = items.loc[duplicated].assign(
         quarantine_row=items.loc[duplicated, "provenance"].str.extract(r":line (\d+)$")[0].astype("Int64"),
         quarantine_rule="ingest:duplicate",
         quarantine_reason=[
             f"{p}: duplicate of item {f} (same normalised question and choices); the first occurrence is kept"
-            for p, f in zip(items.loc[duplicated, "provenance"], first_of[duplicated], strict=True)
+            for p, f in zip(items.loc[duplicated, "provenance"], first_ids, strict=True)
         ],
     )
     if len(dupes):
         log.warning(
             "ingest: %d duplicates set aside, e.g. %s", len(dupes), dupes["quarantine_reason"].iloc[0]
         )
-    items = items.loc[~duplicated]
+        items = items.loc[~duplicated]
     sampled = sample_per_domain(items, sampling or SamplingConfig())
     if rejects:
         log.warning("ingest: %d records quarantined, e.g. %s", len(rejects), rejects[0].message())
@@ -205,7 +229,7 @@ def summary_table(items: pd.DataFrame, quarantine: pd.DataFrame | None) -> pd.Da
     table["quarantined"] = 0
     if quarantine is not None and len(quarantine):
         # a rejected record has no source yet: it is counted under its file
-        files = quarantine["provenance"].fillna("").str.rsplit(":line", n=1).str[0]
+        files = quarantine["provenance"].fillna("").astype(str).str.replace(r":line \d+$", "", regex=True)
         counts = quarantine.assign(
             source=quarantine["source"].fillna(files), domain=quarantine["domain"].fillna("-")
         )

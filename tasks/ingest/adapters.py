@@ -12,6 +12,7 @@ import glob
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -19,6 +20,8 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import orjson
 
 from judgeops.config import FileSource
 
@@ -110,47 +113,44 @@ def _open_binary(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, str | Reject]]:
-    """(line number, text) per line, streaming; a line that is not UTF-8 becomes a Reject."""
+def iter_json_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
+    """(line number, object) per non-blank line, streaming. orjson (~3× the stdlib's speed) also
+    rejects invalid UTF-8, so one parse both decodes and validates; failures become Rejects."""
+    where = str(path)
     try:
         with _open_binary(path) as fh:
             for lineno, raw in enumerate(fh, start=1):
                 try:
-                    yield lineno, raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
+                    record = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    if not raw.strip():
+                        continue
+                    yield lineno, _json_reject(where, lineno, raw, exc)
+                    continue
+                if not isinstance(record, dict):
                     yield (
                         lineno,
-                        Reject(str(path), lineno, None, f"not UTF-8 text (byte {exc.start}: {exc.reason})"),
+                        Reject(where, lineno, None, f"expected a JSON object, got {type(record).__name__}"),
                     )
+                    continue
+                yield lineno, record
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise IngestError(f"{path}: cannot be read to the end ({type(exc).__name__}: {exc})") from None
 
 
-def iter_json_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
-    for lineno, line in iter_lines(path):
-        if isinstance(line, Reject):
-            yield lineno, line
-            continue
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            truncated = " (truncated last line?)" if not line.endswith("\n") else ""
-            yield (
-                lineno,
-                Reject(
-                    str(path), lineno, None, f"not valid JSON: {exc.msg} at column {exc.colno}{truncated}"
-                ),
-            )
-            continue
-        if not isinstance(record, dict):
-            yield (
-                lineno,
-                Reject(str(path), lineno, None, f"expected a JSON object, got {type(record).__name__}"),
-            )
-            continue
-        yield lineno, record
+def _json_reject(where: str, lineno: int, raw: bytes, exc: Exception) -> Reject:
+    """Say why a line is not a JSON object, in the stdlib's words (they name the column)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return Reject(where, lineno, None, f"not UTF-8 text (byte {err.start}: {err.reason})")
+    try:
+        json.loads(text)
+        reason = str(exc)
+    except json.JSONDecodeError as err:
+        reason = f"{err.msg} at column {err.colno}"
+    truncated = " (truncated last line?)" if not raw.endswith(b"\n") else ""
+    return Reject(where, lineno, None, f"not valid JSON: {reason}{truncated}")
 
 
 def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | list | Reject]]:
@@ -182,6 +182,22 @@ def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | lis
             yield start, Reject(str(path), start, None, f"malformed CSV: {exc}; rest of file unread")
 
 
+ItemRow = (
+    tuple  # the `items` columns in schema order, then the identity key (a tuple: ~3× cheaper than a dict)
+)
+
+
+def identity_digest(question: str, choices: list[str]) -> bytes:
+    """8 bytes of sha256 over the normalised question (case-folded) and its choices: an item's identity.
+
+    The hex form is the derived item_id (stable across runs); the integer form is the deduplication key.
+    """
+    return hashlib.sha256("\x1f".join([question.lower(), *choices]).encode()).digest()[:8]
+
+
+NO_CONDITIONS: list[str] = []  # shared: file sources record no conditions
+
+
 def item_row(
     source: str,
     path: Path,
@@ -194,27 +210,37 @@ def item_row(
     steps: list[str] | None = None,
     choices: list[str] | None = None,
     item_id: str | None = None,
-) -> dict:
+) -> ItemRow:
+    """One `items` row; the id is stable across runs: a hash of the question and its choices."""
     question = normalize_text(question)
     gold = normalize_text(gold)
-    steps = [s for s in (normalize_text(x) for x in (steps or [])) if s]
+    steps = [s for s in map(normalize_text, steps) if s] if steps else []
     if gold and not (steps and steps[-1].startswith("The answer is")):
         steps.append(f"The answer is {gold}.")
-    choices = [normalize_text(c) or "" for c in (choices or [])]
-    digest = hashlib.sha256(json.dumps([question or f"{path}:{line}", choices]).encode()).hexdigest()[:16]
-    return {
-        "item_id": item_id or f"{source}-{digest}",
-        "source": source,
-        "domain": domain,
-        "question": question,
-        "choices": choices,
-        "gold": gold,
-        "worked_solution": " ".join(steps),
-        "steps": steps,
-        "conditions": [],
-        "license": license,
-        "provenance": f"{path}:line {line}",
-    }
+    choices = [normalize_text(c) or "" for c in choices] if choices else []
+    digest = identity_digest(question or f"{path}:{line}", choices)
+    if item_id is None:
+        item_id = f"{source}-{digest.hex()}"
+    # order of ITEM_COLUMNS: item_id, source, domain, question, choices, gold, worked_solution, steps,
+    # conditions, license, provenance
+    return (
+        item_id,
+        source,
+        domain,
+        question,
+        choices,
+        gold,
+        " ".join(steps),
+        steps,
+        NO_CONDITIONS,
+        license,
+        f"{path}:line {line}",
+        int.from_bytes(digest, "little", signed=True),
+    )
+
+
+def _blank(value) -> bool:
+    return value is None or (value.__class__ is str and not value.strip())
 
 
 def _required(record: dict, field: str, path: Path, line: int) -> str | Reject:
@@ -225,7 +251,7 @@ def _required(record: dict, field: str, path: Path, line: int) -> str | Reject:
     return value
 
 
-def read_gsm8k(path: Path, src: FileSource) -> Iterator[dict | Reject]:
+def read_gsm8k(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
     for line, rec in iter_json_records(path):
         if isinstance(rec, Reject):
             yield rec
@@ -251,7 +277,7 @@ def read_gsm8k(path: Path, src: FileSource) -> Iterator[dict | Reject]:
         )
 
 
-def read_mmlu(path: Path, src: FileSource) -> Iterator[dict | Reject]:
+def read_mmlu(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
     subject = re.sub(r"_(test|dev|val)$", "", path.stem.removesuffix(".csv"))
     domain = src.domain or mmlu_domain(subject)
     for line, row in iter_csv_records(path, header=False):
@@ -285,7 +311,7 @@ def read_mmlu(path: Path, src: FileSource) -> Iterator[dict | Reject]:
         )
 
 
-def read_truthfulqa(path: Path, src: FileSource) -> Iterator[dict | Reject]:
+def read_truthfulqa(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
     for line, rec in iter_csv_records(path, header=True):
         if isinstance(rec, Reject):
             yield rec
@@ -307,7 +333,7 @@ def read_truthfulqa(path: Path, src: FileSource) -> Iterator[dict | Reject]:
         )
 
 
-def read_medqa(path: Path, src: FileSource) -> Iterator[dict | Reject]:
+def read_medqa(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
     for line, rec in iter_json_records(path):
         if isinstance(rec, Reject):
             yield rec
@@ -364,80 +390,66 @@ def _generic_records(path: Path, fmt: str) -> Iterator[tuple[int, dict | Reject]
                 yield row, record
 
 
-def read_generic(path: Path, src: FileSource, source_name: str | None = None) -> Iterator[dict | Reject]:
+def read_generic(path: Path, src: FileSource, source_name: str | None = None) -> Iterator[ItemRow | Reject]:
     """jsonl / csv / parquet through the source's column mapping; `line` is the row number for parquet."""
     seen_ids: dict[str, int] = {}
-    name = source_name or path.stem
+    name, where = source_name or path.stem, str(path)
+    # the mapping, hoisted out of the loop, which runs once per record (a million times on large files)
+    q_field, g_field, id_field = src.question_field, src.gold_field, src.id_field
+    c_field, s_field = src.choices_field, src.solution_field
+    domain, license = src.domain or "general", src.license or "unknown"
     for line, rec in _generic_records(path, src.format):
-        if isinstance(rec, Reject):
+        if rec.__class__ is Reject:
             yield rec
             continue
-        question, gold = (
-            _required(rec, src.question_field, path, line),
-            _required(rec, src.gold_field, path, line),
-        )
-        if isinstance(question, Reject) or isinstance(gold, Reject):
-            yield question if isinstance(question, Reject) else gold
+        question, gold = rec.get(q_field), rec.get(g_field)
+        if _blank(question) or _blank(gold):
+            yield _required(rec, q_field if _blank(question) else g_field, where, line)
             continue
         item_id = None
-        if src.id_field:
-            raw_id = _required(rec, src.id_field, path, line)
-            if isinstance(raw_id, Reject):
-                yield raw_id
+        if id_field:
+            raw_id = rec.get(id_field)
+            if _blank(raw_id):
+                yield _required(rec, id_field, where, line)
                 continue
             item_id = str(raw_id)
             if item_id in seen_ids:
                 yield Reject(
-                    str(path),
-                    line,
-                    src.id_field,
-                    f"duplicate id {item_id!r} (first at line {seen_ids[item_id]})",
+                    where, line, id_field, f"duplicate id {item_id!r} (first at line {seen_ids[item_id]})"
                 )
                 continue
             seen_ids[item_id] = line
-        choices = rec.get(src.choices_field) if src.choices_field else None
+        choices = rec.get(c_field) if c_field else None
         if choices is not None and not isinstance(choices, list):
-            yield Reject(
-                str(path),
-                line,
-                src.choices_field,
-                f"expected a list of options, got {type(choices).__name__}",
-            )
+            yield Reject(where, line, c_field, f"expected a list of options, got {type(choices).__name__}")
             continue
         if choices and str(gold).strip().upper() not in LETTERS[: len(choices)]:
-            yield Reject(
-                str(path),
-                line,
-                src.gold_field,
-                f"letter {gold!r} is not among the choices A-{LETTERS[len(choices) - 1]}",
-            )
+            last = LETTERS[len(choices) - 1]
+            yield Reject(where, line, g_field, f"letter {gold!r} is not among the choices A-{last}")
             continue
-        solution = rec.get(src.solution_field) if src.solution_field else None
-        steps = sentences(str(solution)) if solution else []
+        solution = rec.get(s_field) if s_field else None
+        steps = sentences(str(solution)) if solution else None
         yield item_row(
             name,
-            path,
+            where,
             line,
             question,
             gold,
             steps=steps,
             choices=choices,
             item_id=item_id,
-            domain=src.domain or "general",
-            license=src.license or "unknown",
+            domain=domain,
+            license=license,
         )
 
 
 READERS = {"gsm8k": read_gsm8k, "mmlu": read_mmlu, "truthfulqa": read_truthfulqa, "medqa": read_medqa}
 
 
-def read_file_source(src: FileSource) -> Iterator[dict | Reject]:
+def read_file_source(src: FileSource) -> Iterator[ItemRow | Reject]:
     for path in expand_paths(src.path):
         if os.path.getsize(path) == 0:
             raise IngestError(f"{path}: the file is empty")
         reader = READERS.get(src.format)
         records = reader(path, src) if reader else read_generic(path, src)
-        for n, record in enumerate(records, start=1):
-            yield record
-            if src.limit and n >= src.limit:
-                break
+        yield from itertools.islice(records, src.limit) if src.limit else records
