@@ -96,14 +96,15 @@ def to_arrow(name: str, data: pd.DataFrame | pa.Table, spec: ArtifactSchema) -> 
         if data.schema.equals(expected, check_metadata=False):
             return data
         data = data.to_pandas()
-    for field in expected:
+    arrays = []
+    for field in expected:  # one conversion per column, which is also the check that names the column
         try:
-            pa.array(data[field.name], type=field.type, from_pandas=True)
+            arrays.append(pa.array(data[field.name], type=field.type, from_pandas=True))
         except (pa.ArrowException, TypeError, ValueError) as exc:
             raise SchemaMismatchError(
                 f"artifact {name!r}, column {field.name!r}: expected {field.type}, got values that do not convert ({exc})"
             ) from exc
-    return pa.Table.from_pandas(data[expected.names], schema=expected, preserve_index=False)
+    return pa.Table.from_arrays(arrays, schema=expected)
 
 
 class ArtifactStore:
@@ -173,7 +174,8 @@ class ArtifactStore:
         table = to_arrow(name, data, spec)
         parents = dict(parents or {})
         if check_contract and name == base_name(name):
-            outcome = run_contract(name, table.to_pandas(types_mapper=arrow_backed), related=related or {})
+            # zero-copy view for the contract: the columns stay Arrow arrays
+            outcome = run_contract(name, table.to_pandas(types_mapper=pd.ArrowDtype), related=related or {})
             self._put_json(f"{self._run_rel()}/{name}.validation.json", outcome.validation)
             outcome.publish()
             outcome.raise_if_stopped()

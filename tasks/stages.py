@@ -178,7 +178,7 @@ def ingest_stage(store: ArtifactStore, config: EvaluateConfig, as_of: dt.date, r
     def compute(_: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         result = ingest_module.ingest_items(config.sources, as_of, config.sampling)
         logger().info(
-            "ingest: %s records read (%s); %d quarantined; %d duplicate questions dropped; %d sampled out",
+            "ingest: %s records read (%s); %d set aside to quarantine (%d of them duplicates); %d sampled out",
             sum(result.read_per_source.values()),
             ", ".join(f"{k}: {v}" for k, v in result.read_per_source.items()),
             len(result.quarantine),
