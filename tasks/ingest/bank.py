@@ -382,13 +382,90 @@ general_planets = _compare(PLANETS_KM, "km across", "planet", ("larger", "smalle
 general_rivers = _compare(RIVERS_KM, "km long", "river", ("longer", "shorter"), "length")
 general_mountains = _compare(MOUNTAINS_M, "m high", "mountain", ("higher", "lower"), "height")
 
+ATOMIC_NUMBERS = {
+    "hydrogen": 1,
+    "helium": 2,
+    "lithium": 3,
+    "carbon": 6,
+    "nitrogen": 7,
+    "oxygen": 8,
+    "sodium": 11,
+    "magnesium": 12,
+    "aluminium": 13,
+    "silicon": 14,
+    "chlorine": 17,
+    "argon": 18,
+    "potassium": 19,
+    "calcium": 20,
+    "iron": 26,
+    "copper": 29,
+    "zinc": 30,
+    "silver": 47,
+    "tin": 50,
+    "gold": 79,
+    "mercury": 80,
+    "lead": 82,
+    "uranium": 92,
+}
+EVENT_YEARS = {
+    "the first powered aeroplane flight": 1903,
+    "the sinking of the Titanic": 1912,
+    "the end of the Second World War": 1945,
+    "the first crewed Moon landing": 1969,
+    "the fall of the Berlin Wall": 1989,
+    "the signing of Magna Carta": 1215,
+    "Columbus's first voyage to the Americas": 1492,
+    "the US Declaration of Independence": 1776,
+    "the storming of the Bastille": 1789,
+    "the first modern Olympic Games": 1896,
+    "the Chernobyl disaster": 1986,
+    "the introduction of euro banknotes": 2002,
+    "the first iPhone release": 2007,
+    "the opening of the Suez Canal": 1869,
+}
+
+
+def general_elements(rng: np.random.Generator) -> Item:
+    x, y = (str(s) for s in rng.choice(list(ATOMIC_NUMBERS), size=2, replace=False))
+    winner = x if ATOMIC_NUMBERS[x] > ATOMIC_NUMBERS[y] else y
+    cond = "This compares atomic numbers (protons in the nucleus), not atomic masses."
+    steps = [
+        f"The atomic number of {x} is {ATOMIC_NUMBERS[x]}.",
+        f"The atomic number of {y} is {ATOMIC_NUMBERS[y]}.",
+        f"Since {ATOMIC_NUMBERS[x]} is {_more_less(ATOMIC_NUMBERS[x], ATOMIC_NUMBERS[y])} {ATOMIC_NUMBERS[y]}, "
+        f"{winner} has the higher atomic number.",
+        cond,
+        "Elements with higher atomic numbers usually have heavier atoms, though argon and potassium are an exception.",
+        f"The answer is {winner}.",
+    ]
+    q = f"Which element has the higher atomic number: {x} or {y}?"
+    return _item("general", q, winner, steps, [cond])
+
+
+def general_events(rng: np.random.Generator) -> Item:
+    x, y = (str(s) for s in rng.choice(list(EVENT_YEARS), size=2, replace=False))
+    first = x if EVENT_YEARS[x] < EVENT_YEARS[y] else y
+    cond = "This compares the years in which each event happened, on the same calendar."
+    steps = [
+        f"{x[0].upper() + x[1:]} took place in {EVENT_YEARS[x]}.",
+        f"{y[0].upper() + y[1:]} took place in {EVENT_YEARS[y]}.",
+        f"Since {EVENT_YEARS[x]} is {_more_less(EVENT_YEARS[x], EVENT_YEARS[y])} {EVENT_YEARS[y]}, "
+        f"{x} came {'first' if first == x else 'second'}.",
+        cond,
+        "History textbooks usually date such events by the year they began.",
+        f"The answer is {first}.",
+    ]
+    q = f"Which happened first: {x} or {y}?"
+    return _item("general", q, first, steps, [cond])
+
+
 GENERATORS: dict[str, list[Callable[[np.random.Generator], Item]]] = {
     "math": [math_bakery, math_discount, math_speed, math_cups],
     "logic": [logic_syllogism],
     "science": [science_ohm, science_density],
     "legal": [legal_permit, legal_notice],
     "medical": [medical_dose, medical_triage],
-    "general": [general_planets, general_rivers, general_mountains],
+    "general": [general_planets, general_rivers, general_mountains, general_elements, general_events],
 }
 
 
