@@ -104,11 +104,19 @@ def construction_log_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
+def _with_external_pairs(related: Mapping[str, pd.DataFrame]) -> Mapping[str, pd.DataFrame]:
+    """Variants show judgerEva pairs and published pairs: both are valid parents."""
+    if "external_pairs" not in related or "pairs" not in related:
+        return related
+    ids = pd.concat([related["pairs"]["pair_id"], related["external_pairs"]["pair_id"]], ignore_index=True)
+    return {**related, "pairs": ids.to_frame()}
+
+
 def variants_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_non_empty(),
         *_keys("variant_id"),
-        *_references("pair_id", "pairs", "pair_id", related),
+        *_references("pair_id", "pairs", "pair_id", _with_external_pairs(related)),
         _in("presentation", PRESENTATIONS),
         _in("order", ORDERS),
         _in("gold_position", {"A", "B"}),

@@ -75,15 +75,18 @@ def evaluate(
     try:
         ingested = ingest_stage(store, config, as_of, reuse)
         items = {"items": ingested["items"]}
-        built = construct_stage(store, items, config.construction, reuse)
-        verdicts = judge_stage(store, {**items, **built}, config.judges, config.batch_size, reuse)
+        published = {"external_pairs": ingested["external_pairs"]} if "external_pairs" in ingested else {}
+        built = construct_stage(store, {**items, **published}, config.construction, reuse)
+        verdicts = judge_stage(
+            store, {**items, **published, **built}, config.judges, config.batch_size, reuse
+        )
         coverage = validate_stage(store, {**verdicts, "variants": built["variants"]}, config.judges, reuse)
         consensus = aggregate_stage(
             store, {**verdicts, "variants": built["variants"]}, config.aggregation, reuse
         )
         profiles = profile_stage(
             store,
-            {**verdicts, **consensus, "variants": built["variants"], "pairs": built["pairs"]},
+            {**verdicts, **consensus, **published, "variants": built["variants"], "pairs": built["pairs"]},
             config.profile,
             reuse,
         )

@@ -238,7 +238,7 @@ def construct_stage(
         construct_module,
         items,
         {"construction": config},
-        lambda t: construct_module.construct(t["items"], config),
+        lambda t: construct_module.construct(t["items"], config, t.get("external_pairs")),
         reuse,
     )
 
@@ -250,7 +250,14 @@ def judge_stage(
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         progress = _Progress("judge calls")
         verdicts = judges_module.judge_variants(
-            t["variants"], t["pairs"], t["items"], judges, store.run_id, batch_size, progress
+            t["variants"],
+            t["pairs"],
+            t["items"],
+            judges,
+            store.run_id,
+            batch_size,
+            progress,
+            external_pairs=t.get("external_pairs"),
         )
         return {"verdicts": verdicts}
 
@@ -299,7 +306,11 @@ def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reu
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         panel = aggregate_module.consensus_as_verdicts(t["consensus"])
         everyone = pd.concat([t["verdicts"][panel.columns], panel], ignore_index=True)
-        return {"profiles": profile_module.profile(everyone, t["variants"], t["pairs"], config)}
+        profiles = profile_module.profile(everyone, t["variants"], t["pairs"], config)
+        if "external_pairs" in t:
+            published = profile_module.profile_external(everyone, t["variants"], t["external_pairs"], config)
+            profiles = pd.concat([profiles, published], ignore_index=True)
+        return {"profiles": profiles}
 
     return run_stage(store, "profile", profile_module, inputs, {"profile": config}, compute, reuse)
 

@@ -117,3 +117,37 @@ def test_a_rerun_after_a_failure_resumes_from_the_finished_stages(prefect_server
         assert store.manifest(name)["reused_from"] == failed["run_id"], name
     for name in ("verdicts", "coverage", "consensus", "profiles"):
         assert "reused_from" not in store.manifest(name), name
+
+
+def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, tmp_path):
+    import json
+
+    from judgeops.config import PairwiseSource
+
+    rows = [
+        {
+            "question": f"What is {i} + {i}?",
+            "response_A": f"The answer is {2 * i}.",
+            "response_B": f"It is {2 * i + 1}, and that is a long and detailed answer.",
+            "label": "A>B" if i % 2 else "B>A",
+        }
+        for i in range(12)
+    ]
+    path = tmp_path / "judgebench.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    config.pairwise = [PairwiseSource(format="judgebench", path=str(path))]
+    result = evaluate(config=config, as_of=AS_OF)
+    store = ArtifactStore(config.store.url, result.run_id)
+    variants = store.read_pandas("variants")
+    published = variants[variants["pair_id"].str.startswith("judgebench-")]
+    assert len(published) == 24 and set(published["order"]) == {"AB", "BA"}
+    verdicts = store.read_pandas("verdicts")
+    assert verdicts["variant_id"].isin(published["variant_id"]).sum() == 24 * 4  # every judge, both orders
+    assert set(store.read_pandas("consensus")["unit_id"]) == set(variants["variant_id"])
+    profiles = store.read_pandas("profiles")
+    jb = profiles[profiles["benchmark"] == "judgebench"]
+    assert set(jb["condition"]) == {"overall", "order_AB", "order_BA", "C7_position"}
+    length = jb.set_index(["judge_id", "condition"]).loc[("length_preference", "overall"), "estimate"]
+    assert length == 0.5  # B is always longer and better half the time: a verbosity-biased judge at chance
+    assert "Published pairwise sets" in open(result.report, encoding="utf-8").read()

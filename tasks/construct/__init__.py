@@ -153,11 +153,40 @@ def build_variants(pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def construct(items: pd.DataFrame, config: ConstructionConfig) -> dict[str, pd.DataFrame]:
+def external_variants(external_pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFrame:
+    """Published pairs as displayed prompts: plain, in each configured order, with the gold position.
+
+    They have no planted edit, so only the order contrast applies (C7 and accuracy per order)."""
+    rows = []
+    for pair in external_pairs.itertuples(index=False):
+        for order in config.orders:
+            a, b = (pair.answer_1, pair.answer_2) if order == "AB" else (pair.answer_2, pair.answer_1)
+            better_first = (pair.gold == "1") == (order == "AB")
+            rows.append(
+                {
+                    "variant_id": f"{pair.pair_id}:plain:{order}",
+                    "pair_id": pair.pair_id,
+                    "presentation": "plain",
+                    "order": order,
+                    "text_a": a,
+                    "text_b": b,
+                    "gold_position": "A" if better_first else "B",
+                }
+            )
+    return pd.DataFrame(rows, columns=schema_for("variants").schema.names)
+
+
+def construct(
+    items: pd.DataFrame, config: ConstructionConfig, external_pairs: pd.DataFrame | None = None
+) -> dict[str, pd.DataFrame]:
+    """judgerEva pairs and their variants; published pairs, when given, join the variants as they are."""
     pairs, log = build_pairs(items, config)
     if pairs.empty:
         raise ValueError(
             f"construction produced no pairs from {len(items)} items; reasons: "
             f"{log['reason'].value_counts().head(5).to_dict()}"
         )
-    return {"pairs": pairs, "variants": build_variants(pairs, config), "construction_log": log}
+    variants = build_variants(pairs, config)
+    if external_pairs is not None and len(external_pairs):
+        variants = pd.concat([variants, external_variants(external_pairs, config)], ignore_index=True)
+    return {"pairs": pairs, "variants": variants, "construction_log": log}

@@ -33,9 +33,14 @@ def judge_variants(
     run_id: str,
     batch_size: int = 500,
     progress: ProgressFn | None = None,
+    external_pairs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Every judge on every variant. A judge that fails on a call gets a row with the error, never no row."""
     context = pairs[["pair_id", "item_id"]].merge(items[["item_id", "question", "gold"]], on="item_id")
+    context = context[["pair_id", "question", "gold"]]
+    if external_pairs is not None and len(external_pairs):  # published pairs: a question, no reference answer
+        published = external_pairs[["pair_id", "question"]].assign(gold="")
+        context = pd.concat([context, published], ignore_index=True)
     context = context.set_index("pair_id")
     question = variants["pair_id"].map(context["question"])
     reference = variants["pair_id"].map(context["gold"])
@@ -114,7 +119,7 @@ def to_canonical(verdicts: pd.DataFrame, variants: pd.DataFrame, pairs: pd.DataF
     """
     meta = variants[["variant_id", "pair_id", "presentation", "order", "gold_position"]].merge(
         pairs[["pair_id", "error_type", "domain"]], on="pair_id"
-    )
+    )  # inner: only the variants of these pairs (judgerEva, or one published set)
     out = verdicts.merge(meta, on="variant_id", how="inner", validate="many_to_one")
     out["correct"] = (out["verdict"] == out["gold_position"]).astype(bool)
     out["p_correct"] = np.where(out["gold_position"] == "A", out["p_first"], 1 - out["p_first"])

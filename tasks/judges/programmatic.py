@@ -79,7 +79,7 @@ def _normal(claim: str) -> str:
 
 
 def claim_matches(claim: str | None, reference: str) -> bool:
-    if claim is None:
+    if claim is None or not reference:
         return False
     c, r = _normal(claim), _normal(reference)
     cn, rn = re.match(_NUM, c), re.match(_NUM, r)

@@ -23,10 +23,18 @@ def complete_grid(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[s
 
 
 def profile(
-    verdicts: pd.DataFrame, variants: pd.DataFrame, pairs: pd.DataFrame, config: ProfileConfig
+    verdicts: pd.DataFrame,
+    variants: pd.DataFrame,
+    pairs: pd.DataFrame,
+    config: ProfileConfig,
+    benchmark: str = BENCHMARK,
 ) -> pd.DataFrame:
-    """`profiles` rows for every judge in `verdicts` and every condition with at least one pair."""
+    """`profiles` rows for every judge in `verdicts` and every condition with at least one pair of `pairs`.
+
+    `pairs` needs pair_id, error_type and domain; a published set has no error types, so only the
+    order conditions (overall PA, order_AB, order_BA, C7) get cells for it."""
     judges = sorted(verdicts["judge_id"].unique())
+    variants = variants[variants["pair_id"].isin(pairs["pair_id"])]
     canonical = to_canonical(complete_grid(verdicts, variants, judges), variants, pairs)
     rows = []
     for judge in judges:
@@ -41,7 +49,7 @@ def profile(
             rows.append(
                 {
                     "judge_id": judge,
-                    "benchmark": BENCHMARK,
+                    "benchmark": benchmark,
                     "condition": condition.name,
                     "n": int(scores.size),
                     "estimate": estimate,
@@ -52,3 +60,14 @@ def profile(
                 }
             )
     return pd.DataFrame(rows)
+
+
+def profile_external(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, external_pairs: pd.DataFrame, config: ProfileConfig
+) -> pd.DataFrame:
+    """Profiles on each published pairwise set (benchmark = its source: llmbar, judgebench, hh_rlhf)."""
+    frames = []
+    for source, group in external_pairs.groupby("source", sort=True):
+        pairs = group[["pair_id"]].assign(error_type=None, domain=None)
+        frames.append(profile(verdicts, variants, pairs, config, benchmark=source))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

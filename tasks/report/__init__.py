@@ -13,6 +13,7 @@ import pandas as pd
 
 from judgeops import __version__
 from judgeops.tasks.judges.programmatic import REFERENCE_GUIDED
+from judgeops.tasks.profile import BENCHMARK
 from judgeops.tasks.profile.conditions import (
     CONDITION_BY_NAME,
     CONDITIONS,
@@ -67,8 +68,21 @@ def _cell(row: pd.Series) -> str:
     return f"{row.estimate:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}] n={row.n}"
 
 
+def external_table(profiles: pd.DataFrame) -> str | None:
+    """Judges on the published pairwise sets: accuracy per order and position consistency, with CIs."""
+    published = profiles[profiles["benchmark"] != BENCHMARK]
+    if published.empty:
+        return None
+    cells = published.assign(cell=published.apply(_cell, axis=1))
+    wide = cells.pivot(index=["benchmark", "judge_id"], columns="condition", values="cell")
+    wide = wide[[c for c in ("overall", "order_AB", "order_BA", "C7_position") if c in wide.columns]]
+    wide.columns.name = None
+    return wide.reset_index().to_html(index=False, classes="grid", na_rep="–")
+
+
 def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, artifacts: list[dict]) -> str:
-    profiles = tables["profiles"]
+    published = external_table(tables["profiles"])
+    profiles = tables["profiles"][tables["profiles"]["benchmark"] == BENCHMARK]
     pairs = tables["pairs"]
     log = tables["construction_log"]
     wide = profiles.assign(cell=profiles.apply(_cell, axis=1)).pivot(
@@ -111,6 +125,7 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
         reference_guided=sorted(REFERENCE_GUIDED),
         artifacts=artifacts,
         n_pairs=len(pairs),
+        external_table=published,
     )
 
 
@@ -122,6 +137,7 @@ def publish(tables: dict[str, pd.DataFrame], report_path: str) -> None:
     if FlowRunContext.get() is None and TaskRunContext.get() is None:
         return
     profiles = tables["profiles"]
+    profiles = profiles[profiles["benchmark"] == BENCHMARK]
     keep = profiles[profiles["condition"].isin(["overall", *ERROR_TYPE_CONDITIONS, *ORDER_CONDITIONS])]
     rows = [
         {
