@@ -121,14 +121,95 @@ def _describe(cfg) -> str:
     return f"{cfg.type}({args})"
 
 
+def _columns_of(kwargs: Mapping[str, Any]) -> list[str]:
+    named = [
+        kwargs.get("column"),
+        kwargs.get("column_A"),
+        kwargs.get("column_B"),
+        *(kwargs.get("column_list") or []),
+    ]
+    return [c for c in named if c]
+
+
 def _example_columns(artifact: str, cfg, df: pd.DataFrame) -> list[str]:
     """The artifact's key columns and the columns the expectation is about: enough to find the row."""
     from judgeops.schemas.artifacts import schema_for
 
-    kw = cfg.kwargs
-    named = [kw.get("column"), kw.get("column_A"), kw.get("column_B"), *(kw.get("column_list") or [])]
-    columns = [*schema_for(artifact).key, *[c for c in named if c]]
+    columns = [*schema_for(artifact).key, *_columns_of(cfg.kwargs)]
     return [c for c in dict.fromkeys(columns) if c in df.columns]
+
+
+CHUNK_ROWS = 200_000
+_WHOLE_TABLE = {"expect_column_values_to_be_unique"}  # needs every row at once, despite its name
+
+
+def _row_level(expectation) -> bool:
+    kind = expectation.expectation_type
+    return kind not in _WHOLE_TABLE and kind.startswith(
+        ("expect_column_values_to_", "expect_column_value_lengths_", "expect_column_pair_values_")
+    )
+
+
+def _run(artifact: str, frame: pd.DataFrame, expectations: list) -> list:
+    import great_expectations as gx
+
+    suite = gx.ExpectationSuite(name=artifact, expectations=expectations)
+    return (
+        _batch_definition(artifact)
+        .get_batch(batch_parameters={"dataframe": frame})
+        .validate(suite, result_format="COMPLETE")
+        .results
+    )
+
+
+def _validate(artifact: str, df: pd.DataFrame, build_suite) -> list[tuple[Any, bool, dict, str | None]]:
+    """(expectation config, success, result, error) per expectation of the suite, in suite order.
+
+    GX copies the frame it validates, so it gets only the columns each check reads, and row-level
+    checks run on chunks of CHUNK_ROWS (their unexpected rows keep their positions in `df`): a
+    1M-row artifact costs a few columns × 200k rows of extra memory, not a copy of the whole table.
+    """
+    expectations = build_suite()
+    whole = [i for i, e in enumerate(expectations) if not _row_level(e) or len(df) <= CHUNK_ROWS]
+    rows = [i for i in range(len(expectations)) if i not in whole]
+    merged: dict[int, list] = {}
+
+    def run(indices: list[int], frame: pd.DataFrame) -> None:
+        fresh = build_suite()  # a suite owns its expectations: build new ones for each run
+        chosen = [fresh[i] for i in indices]
+        columns = sorted(
+            {c for e in chosen for c in _columns_of(e.configuration.kwargs)} & set(frame.columns)
+        )
+        for i, r in zip(indices, _run(artifact, frame[columns] if columns else frame, chosen), strict=True):
+            merged.setdefault(i, []).append(r)
+
+    if whole:
+        run(whole, df)
+    for start in range(0, len(df), CHUNK_ROWS) if rows else ():
+        run(rows, df.iloc[start : start + CHUNK_ROWS])
+
+    out = []
+    for i in range(len(expectations)):
+        parts = merged[i]
+        error = next(
+            (
+                r.exception_info.get("exception_message")
+                for r in parts
+                if r.exception_info and r.exception_info.get("raised_exception")
+            ),
+            None,
+        )
+        info = dict(parts[0].result or {})
+        if len(parts) > 1:
+            info["unexpected_index_list"] = [
+                j for r in parts for j in (r.result or {}).get("unexpected_index_list") or []
+            ]
+            info["unexpected_count"] = sum((r.result or {}).get("unexpected_count") or 0 for r in parts)
+            info["partial_unexpected_list"] = [
+                v for r in parts for v in (r.result or {}).get("partial_unexpected_list") or []
+            ]
+        out.append((parts[0].expectation_config, all(bool(r.success) for r in parts), info, error))
+    return out
 
 
 def check_contract(
@@ -139,29 +220,23 @@ def check_contract(
 
     if artifact not in SUITES:
         raise KeyError(f"no data contract for artifact {artifact!r}; known: {sorted(SUITES)}")
-    import great_expectations as gx
-
     df = df.reset_index(drop=True)
-    suite = gx.ExpectationSuite(name=artifact, expectations=SUITES[artifact](related or {}))
-    batch = _batch_definition(artifact).get_batch(batch_parameters={"dataframe": df})
-    result = batch.validate(suite, result_format="COMPLETE")
+    checks = _validate(artifact, df, lambda: SUITES[artifact](related or {}))
 
     results, stop, quarantine = [], [], []
     bad_rows: dict[int, list[str]] = {}
-    for r in result.results:
-        cfg = r.expectation_config
+    for cfg, success, info, error in checks:
         on_fail = (cfg.meta or {}).get("on_fail", "stop")
-        info = r.result or {}
         entry = {
             "expectation": _describe(cfg),
             "on_fail": on_fail,
-            "success": bool(r.success),
+            "success": success,
             "summary": "ok",
         }
-        if r.exception_info and r.exception_info.get("raised_exception"):
-            entry.update(success=False, summary=f"could not run: {r.exception_info.get('exception_message')}")
+        if error:
+            entry.update(success=False, summary=f"could not run: {error}")
             on_fail = entry["on_fail"] = "stop"
-        elif not r.success:
+        elif not success:
             indices = list(info.get("unexpected_index_list") or [])
             if indices:
                 values = list(info.get("partial_unexpected_list") or [])[:EXAMPLE_ROWS]
@@ -197,15 +272,14 @@ def check_contract(
         clean = df.drop(index=idx).reset_index(drop=True)
         log.warning("contract %s: %d rows quarantined to %s__quarantine", artifact, len(idx), artifact)
 
-    stats = result.statistics
     validation = {
         "artifact": artifact,
         "success": not stop,
         "rows": len(df),
         "quarantined_rows": 0 if quarantined is None else len(quarantined),
         "statistics": {
-            "evaluated_expectations": int(stats["evaluated_expectations"]),
-            "successful_expectations": int(stats["successful_expectations"]),
+            "evaluated_expectations": len(results),
+            "successful_expectations": sum(e["success"] for e in results),
         },
         "results": [{k: v for k, v in e.items() if k != "row_indices"} for e in results],
     }

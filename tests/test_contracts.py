@@ -91,3 +91,21 @@ def test_a_clean_artifact_passes_and_its_result_is_stored(store_url):
 def test_an_empty_table_stops():
     outcome = check_contract("verdicts", verdicts_frame(0))
     assert any("row_count" in f["expectation"] for f in outcome.stop_failures)
+
+
+def test_chunked_validation_finds_the_same_rows_as_one_pass(monkeypatch):
+    import judgeops.data_contracts as contracts
+    from tests.test_store import items_frame
+
+    df = items_frame(23)
+    df.loc[[2, 11, 20], "question"] = ""
+    df.loc[17, "domain"] = "astrology"
+    df.loc[22, "item_id"] = "i0"  # a duplicate key across chunks: a whole-table rule
+    clean = df.drop(index=22)
+    one_pass, one_pass_clean = check_contract("items", df), check_contract("items", clean)
+    monkeypatch.setattr(contracts, "CHUNK_ROWS", 5)
+    chunked, chunked_clean = check_contract("items", df), check_contract("items", clean)
+    assert one_pass.validation == chunked.validation
+    assert [f["row_indices"] for f in chunked.stop_failures] == [[0, 22]]
+    assert chunked_clean.quarantined["item_id"].tolist() == ["i2", "i11", "i17", "i20"]
+    pd.testing.assert_frame_equal(chunked_clean.quarantined, one_pass_clean.quarantined)
