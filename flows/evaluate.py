@@ -64,15 +64,8 @@ def evaluate(
         config = load_config(config_file) if config_file else EvaluateConfig()
     as_of = _as_of(as_of)
     store = ArtifactStore(config.store.url, new_run_id(as_of))
-    record = {
-        "flow": "evaluate",
-        "as_of": as_of.isoformat(),
-        "config": config.model_dump(mode="json"),
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    }
-    store.write_run_record({**record, "status": "running"})
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
-    try:
+    with store.recording("evaluate", as_of, config) as record:
         ingested = ingest_stage(store, config, as_of, reuse)
         items = {"items": ingested["items"]}
         published = {"external_pairs": ingested["external_pairs"]} if "external_pairs" in ingested else {}
@@ -95,10 +88,6 @@ def evaluate(
             {**profiles, **coverage, "pairs": built["pairs"], "construction_log": built["construction_log"]},
             title=f"judgeops evaluation, {as_of.isoformat()}",
         )
-    except BaseException as exc:
-        store.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
-        raise
-    report_path = store.display_path(report.path)
-    store.write_run_record({**record, "status": "completed", "report": report_path})
+        record["report"] = report_path = store.display_path(report.path)
     print(f"report: {report_path}")
     return EvaluateResult(run_id=store.run_id, as_of=as_of, store_url=config.store.url, report=report_path)

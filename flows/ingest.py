@@ -19,19 +19,8 @@ def ingest(config: EvaluateConfig | None = None, as_of: dt.date | None = None, r
     config = config or EvaluateConfig()
     as_of = _as_of(as_of)
     store = ArtifactStore(config.store.url, new_run_id(as_of))
-    record = {
-        "flow": "ingest",
-        "as_of": as_of.isoformat(),
-        "config": config.model_dump(mode="json"),
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    }
-    store.write_run_record({**record, "status": "running"})
-    try:
+    with store.recording("ingest", as_of, config, done="ingested"):
         refs = ingest_stage(store, config, as_of, reuse)
-    except BaseException as exc:
-        store.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
-        raise
-    store.write_run_record({**record, "status": "ingested"})
     quarantine = store.read_pandas(refs["items__quarantine"]) if "items__quarantine" in refs else None
     return {
         "run_id": store.run_id,

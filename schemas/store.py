@@ -16,12 +16,13 @@ adopts that run's outputs: this run gets manifests that point at the earlier dat
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import io
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import fsspec
@@ -334,6 +335,25 @@ class ArtifactStore:
             self._put_json(f"{self._run_rel()}/{ref.name}.manifest.json", manifest)
 
     # -- runs ----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def recording(self, flow: str, as_of: dt.date, config: Any, done: str = "completed") -> Iterator[dict]:
+        """The run record around a flow's body: "running", then `done` (with what the body added to the
+        yielded dict) or "failed" with the error."""
+        record = {
+            "flow": flow,
+            "as_of": as_of.isoformat(),
+            "config": config.model_dump(mode="json"),
+            "started_at": _utcnow(),
+        }
+        self.write_run_record({**record, "status": "running"})
+        extra: dict = {}
+        try:
+            yield extra
+        except BaseException as exc:
+            self.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+            raise
+        self.write_run_record({**record, **extra, "status": done})
+
     def write_run_record(self, record: Mapping[str, Any]) -> None:
         self._put_json(
             f"{self._run_rel()}/run.json", {**record, "run_id": self.run_id, "updated_at": _utcnow()}
