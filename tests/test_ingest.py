@@ -335,3 +335,34 @@ def test_responses_from_a_file_are_checked_against_gold(tmp_path):
     assert responses["correct_by"].tolist() == ["gold_check", "gold_check", "unknown"]
     assert rejects[0].message() == f"{path}, line 4, field 'output': missing field"
     assert isinstance(responses, pd.DataFrame)
+
+
+def test_generic_csv_and_parquet_through_the_column_mapping(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "prompt": ["What is 2 + 2?", "Pick the prime.", ""],
+            "reference": ["4", "B", "x"],
+            "explanation": ["Two plus two is four.", None, None],
+            "options": [None, ["4", "5", "6"], None],
+        }
+    )
+    frame.drop(columns="options").to_csv(tmp_path / "qa.csv", index=False)
+    frame.to_parquet(tmp_path / "qa.parquet")
+    mapping = {
+        "question_field": "prompt",
+        "gold_field": "reference",
+        "solution_field": "explanation",
+        "domain": "math",
+    }
+    from_csv = ingest_items([FileSource(path=str(tmp_path / "qa.csv"), format="csv", **mapping)])
+    assert from_csv.items["question"].tolist() == ["What is 2 + 2?", "Pick the prime."]
+    assert list(from_csv.items.loc[0, "steps"]) == ["Two plus two is four.", "The answer is 4."]
+    assert only_reason(from_csv) == f"{tmp_path / 'qa.csv'}, line 4, field 'prompt': empty field"
+    from_parquet = ingest_items(
+        [FileSource(path=str(tmp_path / "qa.parquet"), format="parquet", choices_field="options", **mapping)]
+    )
+    assert (
+        list(from_parquet.items.loc[1, "choices"]) == ["4", "5", "6"]
+        and from_parquet.items.loc[1, "gold"] == "B"
+    )
+    assert only_reason(from_parquet).endswith("line 3, field 'prompt': empty field")
