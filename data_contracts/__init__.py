@@ -114,6 +114,8 @@ def _context():
 
 
 def _describe(cfg) -> str:
+    if isinstance(cfg, RowCheck):
+        return cfg.name
     kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id",)}
     if "value_set" in kwargs and len(kwargs["value_set"]) > 8:
         kwargs["value_set"] = f"<{len(kwargs['value_set'])} values>"
@@ -137,6 +139,44 @@ def _example_columns(artifact: str, cfg, df: pd.DataFrame) -> list[str]:
 
     columns = [*schema_for(artifact).key, *_columns_of(cfg.kwargs)]
     return [c for c in dict.fromkeys(columns) if c in df.columns]
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """A rule GX cannot express, in Python: `problems(df)` gives each row's problems ('' when fine).
+
+    Shaped like a GX expectation configuration (type, kwargs, meta) so results read the same."""
+
+    name: str
+    problems: Any  # Callable[[pd.DataFrame], pd.Series]
+    meta: dict = field(default_factory=lambda: {"on_fail": "stop"})
+    kwargs: dict = field(default_factory=dict)  # column_list: the columns shown with example rows
+    type: str = "row_check"
+
+
+def _row_checks(artifact: str, df: pd.DataFrame) -> list[tuple[Any, bool, dict, str | None]]:
+    from judgeops.tasks.construct.verify import pair_problems
+
+    checks = {
+        "pairs": [
+            RowCheck(
+                "verify_pair(recorded edit, error type)",
+                pair_problems,
+                kwargs={"column_list": ["error_type", "edit_before", "edit_after"]},
+            ),
+        ],
+    }
+    out = []
+    for check in checks.get(artifact, []):
+        problems = check.problems(df) if len(df) else pd.Series(dtype=object)
+        failing = problems[problems != ""]
+        info = {
+            "unexpected_index_list": failing.index.tolist(),
+            "unexpected_count": len(failing),
+            "partial_unexpected_list": failing.head(20).tolist(),
+        }
+        out.append((check, failing.empty, info, None))
+    return out
 
 
 CHUNK_ROWS = 200_000
@@ -222,6 +262,7 @@ def check_contract(
         raise KeyError(f"no data contract for artifact {artifact!r}; known: {sorted(SUITES)}")
     df = df.reset_index(drop=True)
     checks = _validate(artifact, df, lambda: SUITES[artifact](related or {}))
+    checks += _row_checks(artifact, df)
 
     results, stop, quarantine = [], [], []
     bad_rows: dict[int, list[str]] = {}

@@ -232,7 +232,7 @@ def _publish_table(table: pd.DataFrame, key: str, description: str) -> None:
 def construct_stage(
     store: ArtifactStore, items: Refs, config: ConstructionConfig, reuse: bool = True
 ) -> Refs:
-    return run_stage(
+    refs = run_stage(
         store,
         "construct",
         construct_module,
@@ -241,6 +241,11 @@ def construct_stage(
         lambda t: construct_module.construct(t["items"], config, t.get("external_pairs")),
         reuse,
     )
+    summary = construct_module.construction_summary(
+        store.read_pandas(refs["pairs"]), store.read_pandas(refs["construction_log"])
+    )
+    _publish_table(summary, "construction-summary", "pairs per domain and error type; operator outcomes")
+    return refs
 
 
 @task(name="judge", cache_policy=NO_CACHE)

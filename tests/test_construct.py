@@ -132,3 +132,51 @@ def test_swapping_order_flips_the_gold_position_and_nothing_else(a_parts, b_part
         ab, ba = v.loc[(presentation, "AB")], v.loc[(presentation, "BA")]
         assert (ab.text_a, ab.text_b) == (ba.text_b, ba.text_a)
         assert (ab.gold_position, ba.gold_position) == ("A", "B")
+
+
+def test_the_verifier_accepts_every_constructed_pair(built):
+    from judgeops.tasks.construct.verify import pair_problems
+
+    _, out = built
+    problems = pair_problems(out["pairs"])
+    assert (problems == "").all(), problems[problems != ""].head().tolist()
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"answer_flawed": "something else entirely"}, "applying the recorded edit to A does not give B"),
+        ({"edit_start": 3}, "does not hold the recorded text"),
+        ({"error_type": "logical_reversal"}, "is not a known reversal pair"),
+        ({"error_type": "critical_omission"}, "B must be A minus the recorded span"),
+        ({"error_type": "factual_fabrication"}, "no number or fact token changed"),
+    ],
+)
+def test_the_verifier_contract_stops_a_wrong_pair(built, change, expected):
+    from judgeops.data_contracts import ContractViolation, check_contract
+
+    items, out = built
+    pairs = out["pairs"][out["pairs"]["error_type"] == "overclaim"].head(3).copy()
+    for column, value in change.items():
+        pairs.iloc[1, pairs.columns.get_loc(column)] = value
+    outcome = check_contract("pairs", pairs, related={"items": items})
+    with pytest.raises(
+        ContractViolation, match=r"(?s)verify_pair\(recorded edit, error type\): 1 of 3 rows.*" + expected
+    ):
+        outcome.raise_if_stopped()
+
+
+def test_the_same_items_config_and_seed_give_byte_identical_artifacts(built, tmp_path):
+    from judgeops.schemas.store import ArtifactStore
+
+    items, out = built
+    again = construct(items, ConstructionConfig(seed=2))
+    first, second = ArtifactStore(str(tmp_path), "a"), ArtifactStore(str(tmp_path), "b")
+    first.write("items", items)
+    second.write("items", items)
+    for name in ("pairs", "variants", "construction_log"):
+        related = {"items": items, "pairs": out["pairs"]}
+        assert (
+            first.write(name, out[name], related=related).sha256
+            == second.write(name, again[name], related=related).sha256
+        )

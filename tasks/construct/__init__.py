@@ -190,3 +190,15 @@ def construct(
     if external_pairs is not None and len(external_pairs):
         variants = pd.concat([variants, external_variants(external_pairs, config)], ignore_index=True)
     return {"pairs": pairs, "variants": variants, "construction_log": log}
+
+
+def construction_summary(pairs: pd.DataFrame, log: pd.DataFrame) -> pd.DataFrame:
+    """Per error type: accepted pairs per domain, and how many attempts were skipped or rejected by the gate."""
+    counts = pd.crosstab(pairs["error_type"], pairs["domain"])
+    outcomes = log.pivot_table(
+        index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0
+    )
+    table = counts.join(outcomes, how="outer").fillna(0).astype(int)
+    gated = table.get("accepted", 0) + table.get("rejected", 0)  # skipped attempts never reached the gate
+    table["gate_acceptance"] = (table.get("accepted", 0) / gated.where(gated > 0)).round(3)
+    return table.reset_index()

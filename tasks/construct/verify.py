@@ -1,0 +1,68 @@
+"""The pair verifier: proves, from the recorded edit alone, that a pair holds exactly one planted error.
+
+For every pair: the recorded span of A holds `edit_before`; applying the edit to A gives B; A ≠ B;
+and the change is of the recorded type:
+- factual_fabrication: a fact token (a number) changed;
+- logical_reversal: the edit swaps a relation for its known opposite;
+- overclaim: a hedge became a wider claim (a scope or certainty marker added);
+- critical_omission: B is A minus the recorded span (nothing added).
+
+Run on every write of `pairs` as part of its data contract (`data_contracts.ROW_CHECKS`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from judgeops.tasks.construct.operators import _NUMBER_RE, OVERCLAIMS, REVERSALS
+
+_SCOPE_MARKERS = {w.lower() for w in OVERCLAIMS.values()}
+
+
+def verify_pair(a: str, b: str, start: int, end: int, before: str, after: str, error_type: str) -> list[str]:
+    """The problems of one pair (empty when it verifies)."""
+    problems = []
+    if a == b:
+        problems.append("A and B are identical")
+    if not 0 <= start <= end <= len(a) or a[start:end] != before:
+        problems.append(f"A[{start}:{end}] does not hold the recorded text {before!r}")
+    elif a[:start] + after + a[end:] != b:
+        problems.append("applying the recorded edit to A does not give B")
+    if error_type == "factual_fabrication":
+        if _NUMBER_RE.findall(before) == _NUMBER_RE.findall(after):
+            problems.append("factual_fabrication: no number or fact token changed")
+    elif error_type == "logical_reversal":
+        if REVERSALS.get(before) != after:
+            problems.append(f"logical_reversal: {before!r} → {after!r} is not a known reversal pair")
+    elif error_type == "overclaim":
+        added = {w.lower() for w in re.findall(r"[A-Za-z]+(?: [a-z]+)*", after)} - {
+            w.lower() for w in re.findall(r"[A-Za-z]+(?: [a-z]+)*", before)
+        }
+        if not (after.lower() in _SCOPE_MARKERS or added & _SCOPE_MARKERS):
+            problems.append(f"overclaim: {before!r} → {after!r} adds no scope or certainty marker")
+    elif error_type == "critical_omission":
+        if after != "" or not before.strip():
+            problems.append("critical_omission: B must be A minus the recorded span")
+    else:
+        problems.append(f"unknown error type {error_type!r}")
+    return problems
+
+
+def pair_problems(pairs: pd.DataFrame) -> pd.Series:
+    """Per row of `pairs`: '; '-joined problems, or '' when the pair verifies."""
+    columns = [
+        "answer_correct",
+        "answer_flawed",
+        "edit_start",
+        "edit_end",
+        "edit_before",
+        "edit_after",
+        "error_type",
+    ]
+    problems = [
+        "; ".join(verify_pair(a, b, int(start), int(end), before, after, kind))
+        for a, b, start, end, before, after, kind in pairs[columns].itertuples(index=False)
+    ]
+    return pd.Series(problems, index=pairs.index, dtype=object)
