@@ -1,9 +1,9 @@
 """judgerEva construction: items → plain pairs (one planted error each) → displayed variants.
 
 `construct(items, config)` returns the `pairs`, `variants` and `construction_log` tables. Each item
-gets one error type, assigned round-robin over a seeded order so the types stay balanced; when the
-operator does not apply or the subtlety gate rejects its output, the next type is tried, and every
-attempt is logged with its reason. Deterministic: the same items, config and seed give the same tables.
+(in a seeded order) gets the error type that is furthest behind, so the types stay balanced; when the
+operator does not apply or the subtlety gate rejects its output, the next type is tried (the pair is
+flagged `type_fallback`), and every attempt is logged with its reason. Deterministic: the same items, config and seed give the same tables.
 """
 
 from __future__ import annotations
@@ -79,12 +79,10 @@ def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.Dat
     for rank, idx in enumerate(order):
         item = items.iloc[int(idx)]
         answer = expand_answer(item)
-        assigned = types[rank % len(types)]
-        # the assigned type first; if it fails, the type that is furthest behind, to keep the balance
-        fallbacks = sorted(
-            (t for t in types if t != assigned), key=lambda t: (accepted_per_type[t], types.index(t))
-        )
-        for offset, error_type in enumerate([assigned, *fallbacks]):
+        # the type furthest behind first (ties rotate with the item's rank), then the others: types that
+        # some items cannot take (no number to fabricate in a syllogism) catch up on the items that can
+        preference = sorted(types, key=lambda t: (accepted_per_type[t], (types.index(t) - rank) % len(types)))
+        for offset, error_type in enumerate(preference):
             try:
                 edit = plant(item, answer, error_type, _seed(config.seed, item["item_id"], error_type))
             except NotApplicable as exc:

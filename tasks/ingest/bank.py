@@ -317,9 +317,7 @@ def medical_dose(rng: np.random.Generator) -> Item:
     cap = int(rng.choice([250, 500, 750, 1000]))
     raw = k * w
     dose = min(raw, cap)
-    cond = (
-        "This assumes the patient has normal kidney function; reduced kidney function requires a lower dose."
-    )
+    cond = "This assumes normal kidney function; weak kidneys need a lower dose."
     if raw > cap:
         decide = f"Since {raw} mg is more than the {cap} mg maximum, the dose is capped at {cap} mg."
     else:
@@ -342,7 +340,7 @@ def medical_triage(rng: np.random.Generator) -> Item:
     th = float(rng.choice([38.0, 38.5, 39.0]))
     t = round(th + float(rng.choice([-1, 1])) * float(rng.integers(1, 15)) / 10, 1)
     urgent = t >= th
-    cond = "The rule applies only because the temperature was measured with a calibrated thermometer."
+    cond = "This holds only if the reading came from a calibrated thermometer."
     steps = [
         f"The child's temperature is {t:.1f} °C.",
         f"Since {t:.1f} °C is {'above' if urgent else 'below'} the {th:.1f} °C threshold, the child "
