@@ -180,3 +180,54 @@ def test_the_same_items_config_and_seed_give_byte_identical_artifacts(built, tmp
             first.write(name, out[name], related=related).sha256
             == second.write(name, again[name], related=related).sha256
         )
+
+
+def test_qc_flags_mark_fallbacks_and_final_answer_only_edits(built):
+    from judgeops.tasks.construct import qc_flags
+    from judgeops.tasks.construct.operators import Edit
+
+    closing = ANSWER.rindex("The answer is")
+    assert qc_flags(ANSWER, Edit(closing + 14, closing + 17, "480", "470", ""), fallback=False) == [
+        "final_answer_only"
+    ]
+    assert qc_flags(ANSWER, Edit(0, 4, "Each", "Each", ""), fallback=True) == ["type_fallback"]
+    _, out = built
+    flags = out["pairs"]["qc_flags"].map(list)
+    assert flags.map(lambda f: "final_answer_only" in f).any()
+
+
+def test_hard_empirical_selects_the_pairs_a_reference_pool_gets_wrong():
+    from judgeops.tasks.construct.hard import hard_empirical
+
+    variants = pd.DataFrame(
+        {
+            "variant_id": [f"{p}:plain:{o}" for p in ("p1", "p2") for o in ("AB", "BA")],
+            "pair_id": ["p1", "p1", "p2", "p2"],
+            "presentation": "plain",
+            "order": ["AB", "BA"] * 2,
+            "gold_position": ["A", "B"] * 2,
+        }
+    )
+    pairs = pd.DataFrame({"pair_id": ["p1", "p2"], "error_type": "overclaim", "domain": "math"})
+    verdicts = pd.DataFrame(
+        {
+            "judge_id": ["j1"] * 4 + ["j2"] * 3,
+            "variant_id": [*variants["variant_id"], *variants["variant_id"][:3]],
+            "verdict": [
+                "A",
+                "B",
+                "A",
+                "A",
+                "A",
+                "B",
+                "B",
+            ],  # p1 right by both; p2 mostly wrong, j2's p2:BA missing
+            "p_first": 0.5,
+        }
+    )
+    assert hard_empirical(verdicts, variants, pairs, ["j1", "j2"]).tolist() == ["p2"]
+    assert hard_empirical(verdicts, variants, pairs, ["j1"]).tolist() == [
+        "p2"
+    ]  # 1 of 2 right: at the threshold
+    with pytest.raises(ValueError, match=r"no verdicts from reference judges \['j9'\]"):
+        hard_empirical(verdicts, variants, pairs, ["j9"])

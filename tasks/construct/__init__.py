@@ -71,6 +71,19 @@ def plant(item: pd.Series, answer: str, error_type: str, seed: int) -> Edit:
     return OPERATORS[error_type](answer, str(item["gold"]), str(item["question"]), conditions, rng)
 
 
+def qc_flags(answer: str, edit: Edit, fallback: bool) -> list[str]:
+    """Why a pair may be weaker than it looks, so every profile can be recomputed without it.
+
+    type_fallback: the item's first-choice error type did not apply; final_answer_only: the edit only
+    touches the closing "The answer is …" sentence, so a judge can win by checking the final claim alone.
+    """
+    flags = ["type_fallback"] if fallback else []
+    closing = answer.rfind("The answer is")
+    if closing >= 0 and edit.start >= closing:
+        flags.append("final_answer_only")
+    return flags
+
+
 def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     types = list(config.error_types)
     order = np.random.default_rng(config.seed).permutation(len(items))
@@ -108,7 +121,7 @@ def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.Dat
                     "edit_note": edit.note,
                     "subtlety": overlap,
                     "generator": GENERATOR,
-                    "qc_flags": [] if offset == 0 else ["type_fallback"],
+                    "qc_flags": qc_flags(answer, edit, fallback=offset > 0),
                 }
             )
             accepted_per_type[error_type] += 1
