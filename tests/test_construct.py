@@ -10,6 +10,7 @@ from judgeops.tasks.construct import build_variants, construct, subtlety_gate
 from judgeops.tasks.construct.operators import OPERATORS, NotApplicable
 from judgeops.tasks.construct.presentation import padded, padding_for, polished, sentences
 from judgeops.tasks.ingest import ingest_items
+from tests.conftest import SHARED_DATA
 
 ANSWER = (
     "Each day the bakery sells 12 × 4 = 48 rolls. Over 10 days it sells 48 × 10 = 480 rolls. "
@@ -231,3 +232,53 @@ def test_hard_empirical_selects_the_pairs_a_reference_pool_gets_wrong():
     ]  # 1 of 2 right: at the threshold
     with pytest.raises(ValueError, match=r"no verdicts from reference judges \['j9'\]"):
         hard_empirical(verdicts, variants, pairs, ["j9"])
+
+
+@pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data is absent (public data sets)")
+def test_bank_plus_public_data_give_2000_balanced_verified_pairs():
+    from judgeops.config import FileSource
+    from judgeops.tasks.construct.verify import pair_problems
+
+    d = SHARED_DATA
+    items = ingest_items(
+        [
+            BankSource(n_items=1000),
+            FileSource(path=str(d / "gsm8k" / "test.jsonl"), format="gsm8k", limit=400),
+            FileSource(path=str(d / "mmlu" / "*_test.csv"), format="mmlu", limit=80),
+            FileSource(path=str(d / "truthfulqa" / "TruthfulQA.csv"), format="truthfulqa", limit=300),
+        ]
+    ).items
+    pairs = construct(items, ConstructionConfig())["pairs"]
+    assert len(pairs) >= 2000
+    shares = pairs["error_type"].value_counts(normalize=True)
+    assert (
+        set(shares.index) == set(ERROR_TYPES) and (shares - 0.25).abs().max() <= 0.025
+    )  # within ±10% of a quarter
+    assert set(pairs["domain"]) == {"math", "science", "logic", "legal", "medical", "general"}
+    sources = pairs["item_id"].astype(str).str.extract(r"^(bank|gsm8k|mmlu|truthfulqa)")[0]
+    assert set(sources) == {"bank", "gsm8k", "mmlu", "truthfulqa"}
+    assert (pair_problems(pairs) == "").all()
+
+
+def test_a_multiple_choice_fabrication_claims_a_distractor_consistently():
+    item = pd.Series(
+        {
+            "item_id": "m1",
+            "question": "Which is a prime?",
+            "gold": "B",
+            "choices": ["4", "7", "9", "12"],
+            "steps": ["The correct option is B: 7.", "The answer is B."],
+            "conditions": [],
+        }
+    )
+    from judgeops.tasks.construct import expand_answer, plant
+
+    answer, conditions = expand_answer(item)
+    assert answer.startswith("Option B says: 7.") and answer.endswith("The answer is B.")
+    edit = plant(item, answer, conditions, "factual_fabrication", seed=3)
+    flawed = edit.apply(answer)
+    letter = edit.note.split("option ")[1][0]
+    assert (
+        letter != "B" and f"Option {letter} says:" in flawed and flawed.endswith(f"The answer is {letter}.")
+    )
+    assert "Option B" not in flawed

@@ -57,18 +57,53 @@ def _seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
-def expand_answer(item: pd.Series) -> str:
-    """Answer A: the worked solution, or a templated justification when the source has none."""
-    steps = list(item["steps"]) if item["steps"] is not None else []
-    if steps:
-        return " ".join(steps)
-    return f"The correct answer to this question is {item['gold']}. The answer is {item['gold']}."
+LETTERS = "ABCDEFGHIJ"
+MCQ_CONDITION = "This holds only if the question is read exactly as written."
+SHORT_CONDITION = "This holds only if the question is read literally, as asked."
 
 
-def plant(item: pd.Series, answer: str, error_type: str, seed: int) -> Edit:
+def expand_answer(item: pd.Series) -> tuple[str, list[str]]:
+    """Answer A and its necessary conditions.
+
+    From the worked solution when the source has one; for multiple choice, a templated justification
+    of the gold option; for a bare short answer (TruthfulQA), a templated explanation of it. Each
+    template carries a relation, a hedge and a condition, so every error type has a place to go.
+    """
+    steps = [str(s) for s in item["steps"]] if item["steps"] is not None else []
+    conditions = [str(c) for c in item["conditions"]] if item["conditions"] is not None else []
+    choices = [str(c) for c in item["choices"]] if item["choices"] is not None else []
+    gold = str(item["gold"])
+    if choices and gold in LETTERS[: len(choices)]:
+        text = choices[LETTERS.index(gold)].rstrip(".")
+        template = [
+            f"Option {gold} says: {text}.",
+            f"Option {gold} fits the question better than the other options.",
+            "This reading is usually the one the question intends.",
+            MCQ_CONDITION,
+            f"The answer is {gold}.",
+        ]
+        return " ".join(template), [MCQ_CONDITION]
+    # a worked solution says more than the closing claim and a restatement of the gold answer
+    worked = [x for x in steps if not x.startswith("The answer is") and x.rstrip(".") != gold.rstrip(".")]
+    if worked:
+        return " ".join(steps), conditions
+    claim = gold.rstrip(".")
+    template = [
+        f"{claim[:1].upper()}{claim[1:]}.",
+        "This is better supported by the evidence than the common alternatives.",
+        "Popular accounts usually get this point wrong.",
+        SHORT_CONDITION,
+        f"The answer is {claim}.",
+    ]
+    return " ".join(template), [SHORT_CONDITION]
+
+
+def plant(item: pd.Series, answer: str, conditions: list[str], error_type: str, seed: int) -> Edit:
     rng = np.random.default_rng(seed)
-    conditions = list(item["conditions"]) if item["conditions"] is not None else []
-    return OPERATORS[error_type](answer, str(item["gold"]), str(item["question"]), conditions, rng)
+    choices = [str(c) for c in item["choices"]] if item["choices"] is not None else []
+    return OPERATORS[error_type](
+        answer, str(item["gold"]), str(item["question"]), conditions, rng, choices=choices
+    )
 
 
 def qc_flags(answer: str, edit: Edit, fallback: bool) -> list[str]:
@@ -91,13 +126,15 @@ def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.Dat
     accepted_per_type = dict.fromkeys(types, 0)
     for rank, idx in enumerate(order):
         item = items.iloc[int(idx)]
-        answer = expand_answer(item)
+        answer, conditions = expand_answer(item)
         # the type furthest behind first (ties rotate with the item's rank), then the others: types that
         # some items cannot take (no number to fabricate in a syllogism) catch up on the items that can
         preference = sorted(types, key=lambda t: (accepted_per_type[t], (types.index(t) - rank) % len(types)))
         for offset, error_type in enumerate(preference):
             try:
-                edit = plant(item, answer, error_type, _seed(config.seed, item["item_id"], error_type))
+                edit = plant(
+                    item, answer, conditions, error_type, _seed(config.seed, item["item_id"], error_type)
+                )
             except NotApplicable as exc:
                 log.append((item["item_id"], error_type, "skipped", str(exc)))
                 continue

@@ -96,8 +96,13 @@ def _nearby_number(value: str, rng: np.random.Generator) -> str:
     return f"{new:.{decimals}f}"
 
 
-def plant_factual_fabrication(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
-    """Change one number. When it is the final answer, every later mention changes with it (consistently)."""
+def plant_factual_fabrication(
+    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+) -> Edit:
+    """Change one number (when it is the final answer, every later mention changes with it), or for
+    multiple choice claim a distractor: its letter and its text replace the gold option's, consistently."""
+    if choices and gold in LETTERS[: len(choices)]:
+        return _fabricate_option(answer, gold, list(choices), rng)
     numbers = list(_NUMBER_RE.finditer(answer))
     if not numbers:
         raise NotApplicable("no number, date or quantity in the answer to fabricate")
@@ -129,7 +134,30 @@ def _swap_one_phrase(
     return Edit(m.start(), m.end(), before, after, note.format(before=before, after=after))
 
 
-def plant_logical_reversal(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+LETTERS = "ABCDEFGHIJ"
+
+
+def _fabricate_option(answer: str, gold: str, choices: list[str], rng) -> Edit:
+    gold_text = choices[LETTERS.index(gold)].rstrip(".")
+    others = [i for i, c in enumerate(choices) if c.strip() and c.rstrip(".") != gold_text]
+    mention = re.compile(rf"(Option |answer is ){gold}\b")
+    mentions = list(mention.finditer(answer))
+    if not others or not mentions:
+        raise NotApplicable("no distractor option to claim instead of the gold one")
+    wrong = others[int(rng.integers(len(others)))]
+    letter, text = LETTERS[wrong], choices[wrong].rstrip(".")
+    start, end = mentions[0].start(), mentions[-1].end()
+    before = answer[start:end]
+    # the quoted option text only (a short option such as "the" must not change other words)
+    after = mention.sub(lambda m: m.group(1) + letter, before).replace(
+        f"says: {gold_text}.", f"says: {text}.", 1
+    )
+    return Edit(start, end, before, after, f"the answer claims option {letter} ({text!r}) instead of {gold}")
+
+
+def plant_logical_reversal(
+    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+) -> Edit:
     """Swap one relation for its opposite (more/less, above/below, follows/does not follow, yes/no)."""
     return _swap_one_phrase(
         answer,
@@ -141,7 +169,9 @@ def plant_logical_reversal(answer: str, gold: str, question: str, conditions: Se
     )
 
 
-def plant_overclaim(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+def plant_overclaim(
+    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+) -> Edit:
     """Widen a hedged claim: 'usually' → 'always', 'about' → 'exactly', 'can' → 'will'."""
     return _swap_one_phrase(
         answer,
@@ -153,7 +183,9 @@ def plant_overclaim(answer: str, gold: str, question: str, conditions: Sequence[
     )
 
 
-def plant_critical_omission(answer: str, gold: str, question: str, conditions: Sequence[str], rng) -> Edit:
+def plant_critical_omission(
+    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+) -> Edit:
     """Remove a necessary condition or caveat (a whole sentence), so the answer no longer holds as stated."""
     candidates = [c for c in conditions if c and c in answer]
     if not candidates:

@@ -21,6 +21,11 @@ from judgeops.tasks.construct.operators import _NUMBER_RE, OVERCLAIMS, REVERSALS
 _SCOPE_MARKERS = {w.lower() for w in OVERCLAIMS.values()}
 
 
+def _fact_tokens(text: str) -> list[str]:
+    """Numbers, and option letters or names (capitalised words): what a fabricated fact changes."""
+    return _NUMBER_RE.findall(text) + re.findall(r"\b[A-Z][A-Za-z]*\b", text)
+
+
 def verify_pair(a: str, b: str, start: int, end: int, before: str, after: str, error_type: str) -> list[str]:
     """The problems of one pair (empty when it verifies)."""
     problems = []
@@ -31,7 +36,7 @@ def verify_pair(a: str, b: str, start: int, end: int, before: str, after: str, e
     elif a[:start] + after + a[end:] != b:
         problems.append("applying the recorded edit to A does not give B")
     if error_type == "factual_fabrication":
-        if _NUMBER_RE.findall(before) == _NUMBER_RE.findall(after):
+        if _fact_tokens(before) == _fact_tokens(after):
             problems.append("factual_fabrication: no number or fact token changed")
     elif error_type == "logical_reversal":
         if REVERSALS.get(before) != after:
