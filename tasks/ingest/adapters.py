@@ -251,15 +251,22 @@ def _required(record: dict, field: str, path: Path, line: int) -> str | Reject:
     return value
 
 
+def _required_fields(record: dict, fields: tuple[str, ...], path: Path, line: int) -> list | Reject:
+    """The values of `fields`, or the Reject of the first one missing or empty."""
+    values = [_required(record, f, path, line) for f in fields]
+    return next((v for v in values if isinstance(v, Reject)), values)
+
+
 def read_gsm8k(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
     for line, rec in iter_json_records(path):
         if isinstance(rec, Reject):
             yield rec
             continue
-        question, answer = _required(rec, "question", path, line), _required(rec, "answer", path, line)
-        if isinstance(question, Reject) or isinstance(answer, Reject):
-            yield question if isinstance(question, Reject) else answer
+        fields = _required_fields(rec, ("question", "answer"), path, line)
+        if isinstance(fields, Reject):
+            yield fields
             continue
+        question, answer = fields
         worked, sep, final = str(answer).rpartition("####")
         if not sep or not final.strip():
             yield Reject(str(path), line, "answer", "no final answer after '####'")
@@ -316,10 +323,11 @@ def read_truthfulqa(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
         if isinstance(rec, Reject):
             yield rec
             continue
-        question, best = _required(rec, "Question", path, line), _required(rec, "Best Answer", path, line)
-        if isinstance(question, Reject) or isinstance(best, Reject):
-            yield question if isinstance(question, Reject) else best
+        fields = _required_fields(rec, ("Question", "Best Answer"), path, line)
+        if isinstance(fields, Reject):
+            yield fields
             continue
+        question, best = fields
         best = normalize_text(best)
         yield item_row(
             "truthfulqa",
@@ -338,13 +346,11 @@ def read_medqa(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
         if isinstance(rec, Reject):
             yield rec
             continue
-        question, options, idx = (
-            _required(rec, f, path, line) for f in ("question", "options", "answer_idx")
-        )
-        bad = next((x for x in (question, options, idx) if isinstance(x, Reject)), None)
-        if bad:
-            yield bad
+        fields = _required_fields(rec, ("question", "options", "answer_idx"), path, line)
+        if isinstance(fields, Reject):
+            yield fields
             continue
+        question, options, idx = fields
         if not isinstance(options, dict) or not options:
             yield Reject(str(path), line, "options", "expected an object of lettered options")
             continue
