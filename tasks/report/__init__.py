@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops import __version__
+from judgeops.tasks.construct import construction_summary
 from judgeops.tasks.judges.programmatic import REFERENCE_GUIDED
 from judgeops.tasks.profile import BENCHMARK
 from judgeops.tasks.profile.conditions import (
@@ -91,10 +92,7 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
     wide = wide[[c.name for c in CONDITIONS if c.name in wide.columns]]
     wide.columns.name = None
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
-    acceptance = log.pivot_table(
-        index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0
-    )
-    acceptance["acceptance_rate"] = (acceptance.get("accepted", 0) / acceptance.sum(axis=1)).round(3)
+    acceptance = construction_summary(pairs, log)
     counts = pd.crosstab(pairs["domain"], pairs["error_type"], margins=True, margins_name="total")
     examples = pairs.groupby("error_type").head(1)[
         ["error_type", "domain", "edit_before", "edit_after", "edit_note"]
@@ -119,7 +117,7 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
         conditions=CONDITIONS,
         profile_table=wide.reset_index().to_html(index=False, classes="grid", na_rep="–"),
         counts_table=counts.to_html(classes="grid"),
-        acceptance_table=acceptance.reset_index().to_html(index=False, classes="grid"),
+        acceptance_table=acceptance.to_html(index=False, classes="grid"),
         examples=examples.to_dict("records"),
         coverage_table=tables["coverage"].to_html(index=False, classes="grid", float_format="%.3f"),
         reference_guided=sorted(REFERENCE_GUIDED),
