@@ -97,9 +97,10 @@ def pairs_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
 
 def construction_log_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
-        *_keys("item_id", "error_type"),
+        *_keys("item_id", "error_type", "branch"),
         *_references("item_id", "items", "item_id", related),
         _in("error_type", ERROR_TYPES),
+        _in("branch", {"standard", "hard"}),
         _in("status", {"accepted", "skipped", "rejected"}),
     ]
 

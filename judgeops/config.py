@@ -131,6 +131,10 @@ class ConstructionConfig(_Strict):
     presentations: list[Presentation] = Field(default_factory=lambda: list(PRESENTATIONS), min_length=1)
     orders: list[Order] = Field(default_factory=lambda: list(ORDERS), min_length=1)
     gate: GateConfig = Field(default_factory=GateConfig)
+    hard_constructed: bool = Field(
+        False,
+        description="also build the Hard-Constructed subset (subtler edits; profiled as judgereva-hard)",
+    )
 
 
 class JudgeConfig(_Strict):

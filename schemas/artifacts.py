@@ -84,14 +84,15 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "construction_log",
-            1,
+            2,
             _s(
                 pa.field("item_id", _STR, nullable=False),
                 pa.field("error_type", _STR),
+                pa.field("branch", _STR),
                 pa.field("status", _STR),
                 pa.field("reason", _STR),
             ),
-            ("item_id", "error_type"),
+            ("item_id", "error_type", "branch"),
             "every construction attempt: accepted, skipped (operator not applicable) or rejected by the gate",
         ),
         ArtifactSchema(

@@ -311,10 +311,9 @@ def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reu
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         panel = aggregate_module.consensus_as_verdicts(t["consensus"])
         everyone = pd.concat([t["verdicts"][panel.columns], panel], ignore_index=True)
-        profiles = profile_module.profile(everyone, t["variants"], t["pairs"], config)
-        if "external_pairs" in t:
-            published = profile_module.profile_external(everyone, t["variants"], t["external_pairs"], config)
-            profiles = pd.concat([profiles, published], ignore_index=True)
+        profiles = profile_module.profile_all(
+            everyone, t["variants"], t["pairs"], config, t.get("external_pairs")
+        )
         return {"profiles": profiles}
 
     return run_stage(store, "profile", profile_module, inputs, {"profile": config}, compute, reuse)

@@ -282,3 +282,41 @@ def test_a_multiple_choice_fabrication_claims_a_distractor_consistently():
         letter != "B" and f"Option {letter} says:" in flawed and flawed.endswith(f"The answer is {letter}.")
     )
     assert "Option B" not in flawed
+
+
+def test_hard_constructed_edits_are_subtler():
+    fabricated = OPERATORS["factual_fabrication"](
+        ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(0), subtle=True
+    )
+    change = abs(int(fabricated.after) - int(fabricated.before))
+    assert 0 < change <= max(1, round(0.05 * int(fabricated.before)))  # 2-5% (one unit at least)
+    assert ANSWER.index(". ") < fabricated.start < ANSWER.rindex("The answer is")  # a middle step
+    widened = OPERATORS["overclaim"](
+        ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(0), subtle=True
+    )
+    assert (widened.before, widened.after) == ("usually", "almost always")
+    caveat = "This assumes normal kidney function; weak kidneys need a lower dose."
+    answer = f"The dose is 50 mg. {caveat} The answer is 50 mg."
+    dropped = OPERATORS["critical_omission"](
+        answer, "50 mg", "q", [caveat], np.random.default_rng(0), subtle=True
+    )
+    assert (
+        dropped.before == "; weak kidneys need a lower dose"
+        and "This assumes normal kidney function." in dropped.apply(answer)
+    )
+
+
+def test_the_hard_branch_is_independent_balanced_and_verified():
+    from judgeops.tasks.construct.verify import pair_problems
+
+    items = ingest_items([BankSource(n_items=120, seed=4)]).items
+    out = construct(items, ConstructionConfig(hard_constructed=True))
+    pairs = out["pairs"]
+    hard = pairs[pairs["pair_id"].str.endswith(":hard")]
+    assert len(hard) == len(pairs) - len(hard) == 120
+    assert hard["qc_flags"].map(lambda f: "hard_constructed" in f).all() and set(hard["generator"]) == {
+        "rules-v1-hard"
+    }
+    assert hard["error_type"].value_counts().max() - hard["error_type"].value_counts().min() <= 1
+    assert (pair_problems(pairs) == "").all()
+    assert set(out["construction_log"]["branch"]) == {"standard", "hard"}

@@ -137,6 +137,7 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     config = small_config(str(tmp_path / "store"), n_items=24)
     config.pairwise = [PairwiseSource(format="judgebench", path=str(path))]
+    config.construction.hard_constructed = True
     result = evaluate(config=config, as_of=AS_OF)
     store = ArtifactStore(config.store.url, result.run_id)
     variants = store.read_pandas("variants")
@@ -150,4 +151,11 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
     assert set(jb["condition"]) == {"overall", "order_AB", "order_BA", "C7_position"}
     length = jb.set_index(["judge_id", "condition"]).loc[("length_preference", "overall"), "estimate"]
     assert length == 0.5  # B is always longer and better half the time: a verbosity-biased judge at chance
-    assert "Published pairwise sets" in open(result.report, encoding="utf-8").read()
+    assert "Other benchmarks" in open(result.report, encoding="utf-8").read()
+    hard = profiles[profiles["benchmark"] == "judgereva-hard"]
+    assert {"C1_factual", "C4_omission", "C5_style", "C7_position"} <= set(hard["condition"])
+    pairs = store.read_pandas("pairs")
+    assert (
+        hard.set_index(["judge_id", "condition"]).loc[("reference_match", "overall"), "n"]
+        == pairs["pair_id"].str.endswith(":hard").sum()
+    )

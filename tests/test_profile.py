@@ -79,3 +79,16 @@ def test_bootstrap_ci_is_seeded_contains_the_estimate_and_shrinks_with_n():
         _, lo, hi = bootstrap_mean_ci(sample, 500, 0.95, np.random.default_rng(seed))
         hits += lo <= 0.5 <= hi
     assert 0.88 <= hits / 200 <= 0.99
+
+
+def test_hard_constructed_pairs_get_their_own_benchmark():
+    from judgeops.tasks.profile import HARD_BENCHMARK, profile_all
+
+    verdicts, variants, pairs = tiny_fixture()
+    pairs = pairs.assign(qc_flags=[[], ["hard_constructed"]])
+    p = profile_all(verdicts, variants, pairs, ProfileConfig(n_bootstrap=200)).set_index(
+        ["benchmark", "condition"]
+    )
+    assert p.loc[("judgereva", "overall"), "n"] == 1 and p.loc[(HARD_BENCHMARK, "overall"), "n"] == 1
+    assert p.loc[("judgereva", "overall"), "estimate"] == pytest.approx(0.5)  # p1 only
+    assert p.loc[(HARD_BENCHMARK, "overall"), "estimate"] == pytest.approx(1.0)  # p2 only

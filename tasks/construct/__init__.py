@@ -21,6 +21,7 @@ from judgeops.tasks.construct.presentation import padded, padding_for, polished
 
 TELLTALE = re.compile(r"\b(wrong|incorrect|error|mistake|actually|not true)\b", re.I)
 GENERATOR = "rules-v1"
+STANDARD, HARD = "standard", "hard"
 
 
 def _tokens(text: str) -> set[str]:
@@ -98,11 +99,13 @@ def expand_answer(item: pd.Series) -> tuple[str, list[str]]:
     return " ".join(template), [SHORT_CONDITION]
 
 
-def plant(item: pd.Series, answer: str, conditions: list[str], error_type: str, seed: int) -> Edit:
+def plant(
+    item: pd.Series, answer: str, conditions: list[str], error_type: str, seed: int, subtle: bool = False
+) -> Edit:
     rng = np.random.default_rng(seed)
     choices = [str(c) for c in item["choices"]] if item["choices"] is not None else []
     return OPERATORS[error_type](
-        answer, str(item["gold"]), str(item["question"]), conditions, rng, choices=choices
+        answer, str(item["gold"]), str(item["question"]), conditions, rng, choices=choices, subtle=subtle
     )
 
 
@@ -119,7 +122,13 @@ def qc_flags(answer: str, edit: Edit, fallback: bool) -> list[str]:
     return flags
 
 
-def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+def build_pairs(
+    items: pd.DataFrame, config: ConstructionConfig, branch: str = STANDARD
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One pair per item that can take an error. branch "hard": the Hard-Constructed subset, built
+    independently (no judge involved) with subtler edits: smaller numeric changes inside a middle
+    step, milder widenings, a caveat clause dropped instead of a sentence."""
+    hard = branch == HARD
     types = list(config.error_types)
     order = np.random.default_rng(config.seed).permutation(len(items))
     pairs, log = [], []
@@ -132,20 +141,19 @@ def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.Dat
         preference = sorted(types, key=lambda t: (accepted_per_type[t], (types.index(t) - rank) % len(types)))
         for offset, error_type in enumerate(preference):
             try:
-                edit = plant(
-                    item, answer, conditions, error_type, _seed(config.seed, item["item_id"], error_type)
-                )
+                seed = _seed(config.seed, item["item_id"], error_type, *([branch] if hard else []))
+                edit = plant(item, answer, conditions, error_type, seed, subtle=hard)
             except NotApplicable as exc:
-                log.append((item["item_id"], error_type, "skipped", str(exc)))
+                log.append((item["item_id"], error_type, branch, "skipped", str(exc)))
                 continue
             flawed = edit.apply(answer)
             accepted, reason, overlap = subtlety_gate(answer, flawed, config.gate)
-            log.append((item["item_id"], error_type, "accepted" if accepted else "rejected", reason))
+            log.append((item["item_id"], error_type, branch, "accepted" if accepted else "rejected", reason))
             if not accepted:
                 continue
             pairs.append(
                 {
-                    "pair_id": f"{item['item_id']}:{error_type}",
+                    "pair_id": f"{item['item_id']}:{error_type}" + (":hard" if hard else ""),
                     "item_id": item["item_id"],
                     "domain": item["domain"],
                     "error_type": error_type,
@@ -157,14 +165,15 @@ def build_pairs(items: pd.DataFrame, config: ConstructionConfig) -> tuple[pd.Dat
                     "edit_after": edit.after,
                     "edit_note": edit.note,
                     "subtlety": overlap,
-                    "generator": GENERATOR,
-                    "qc_flags": qc_flags(answer, edit, fallback=offset > 0),
+                    "generator": GENERATOR + ("-hard" if hard else ""),
+                    "qc_flags": qc_flags(answer, edit, fallback=offset > 0)
+                    + (["hard_constructed"] if hard else []),
                 }
             )
             accepted_per_type[error_type] += 1
             break
     pairs_df = pd.DataFrame(pairs, columns=schema_for("pairs").schema.names)
-    log_df = pd.DataFrame(log, columns=["item_id", "error_type", "status", "reason"])
+    log_df = pd.DataFrame(log, columns=schema_for("construction_log").schema.names)
     return pairs_df.sort_values("pair_id", ignore_index=True), log_df
 
 
@@ -229,6 +238,10 @@ def construct(
 ) -> dict[str, pd.DataFrame]:
     """judgerEva pairs and their variants; published pairs, when given, join the variants as they are."""
     pairs, log = build_pairs(items, config)
+    if config.hard_constructed:
+        hard_pairs, hard_log = build_pairs(items, config, branch=HARD)
+        pairs = pd.concat([pairs, hard_pairs], ignore_index=True)
+        log = pd.concat([log, hard_log], ignore_index=True)
     if pairs.empty:
         raise ValueError(
             f"construction produced no pairs from {len(items)} items; reasons: "

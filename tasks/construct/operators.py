@@ -67,6 +67,20 @@ OVERCLAIMS = {
     "may": "will",
     "likely": "certain",
 }
+# the Hard-Constructed branch widens a little less: still beyond what holds, harder to notice
+SUBTLE_OVERCLAIMS = {
+    "usually": "almost always",
+    "typically": "nearly always",
+    "generally": "almost always",
+    "often": "nearly always",
+    "in most cases": "in nearly all cases",
+    "about": "precisely",
+    "roughly": "precisely",
+    "can sometimes": "will almost always",
+    "can": "will almost certainly",
+    "may": "will almost certainly",
+    "likely": "almost certain",
+}
 _OVERCLAIM_RE = re.compile(
     r"\b(" + "|".join(sorted(map(re.escape, OVERCLAIMS), key=len, reverse=True)) + r")\b", re.I
 )
@@ -85,19 +99,25 @@ def _choose(matches: Sequence, rng: np.random.Generator):
     return matches[int(rng.integers(len(matches)))]
 
 
-def _nearby_number(value: str, rng: np.random.Generator) -> str:
-    """A plausible wrong value of the same kind: same number of decimals, 5-25% away, never equal, > 0."""
+def _nearby_number(value: str, rng: np.random.Generator, low: float = 0.05, high: float = 0.25) -> str:
+    """A plausible wrong value of the same kind: same number of decimals, low-high away, never equal, > 0."""
     decimals = len(value.split(".")[1]) if "." in value else 0
     x = float(value)
     step = 10**-decimals
-    delta = max(step, round(abs(x) * float(rng.uniform(0.05, 0.25)), decimals))
+    delta = max(step, round(abs(x) * float(rng.uniform(low, high)), decimals))
     sign = -1 if (rng.random() < 0.5 and x - delta > 0) else 1
     new = round(x + sign * delta, decimals)
     return f"{new:.{decimals}f}"
 
 
 def plant_factual_fabrication(
-    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+    answer: str,
+    gold: str,
+    question: str,
+    conditions: Sequence[str],
+    rng,
+    choices: Sequence[str] = (),
+    subtle: bool = False,
 ) -> Edit:
     """Change one number (when it is the final answer, every later mention changes with it), or for
     multiple choice claim a distractor: its letter and its text replace the gold option's, consistently."""
@@ -106,6 +126,17 @@ def plant_factual_fabrication(
     numbers = list(_NUMBER_RE.finditer(answer))
     if not numbers:
         raise NotApplicable("no number, date or quantity in the answer to fabricate")
+    if subtle:  # one number inside a middle step, 2-5% off, the rest left as it was
+        closing = answer.rfind("The answer is")
+        middle = [
+            m for m in numbers if m.start() > answer.find(". ") and (closing < 0 or m.start() < closing)
+        ]
+        if middle:
+            target = _choose(middle, rng)
+            value, new = target.group(1), _nearby_number(target.group(1), rng, 0.02, 0.05)
+            return Edit(
+                target.start(), target.end(), value, new, f"a middle step's {value} was changed to {new}"
+            )
     gold_numbers = _NUMBER_RE.findall(gold.replace(",", ""))
     final = [m for m in numbers if gold_numbers and m.group(1) == gold_numbers[-1]]
     question_numbers = set(_NUMBER_RE.findall(question))
@@ -122,13 +153,23 @@ def plant_factual_fabrication(
 
 
 def _swap_one_phrase(
-    answer: str, pattern: re.Pattern, replacement: Callable[[str], str], rng, missing: str, note: str
+    answer: str,
+    pattern: re.Pattern,
+    replacement: Callable[[str], str],
+    rng,
+    missing: str,
+    note: str,
+    subtle: bool = False,
 ) -> Edit:
-    """Replace one (seeded) match of `pattern` by its counterpart; the shared core of reversal and overclaim."""
+    """Replace one (seeded) match of `pattern` by its counterpart; the shared core of reversal and overclaim.
+
+    subtle: prefer a match inside a middle step over one in the closing claim."""
     matches = list(pattern.finditer(answer))
     if not matches:
         raise NotApplicable(missing)
-    m = _choose(matches, rng)
+    closing = answer.rfind("The answer is")
+    inner = [m for m in matches if closing < 0 or m.start() < closing]
+    m = _choose(inner if subtle and inner else matches, rng)
     before = m.group(1)
     after = replacement(before)
     return Edit(m.start(), m.end(), before, after, note.format(before=before, after=after))
@@ -156,7 +197,13 @@ def _fabricate_option(answer: str, gold: str, choices: list[str], rng) -> Edit:
 
 
 def plant_logical_reversal(
-    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+    answer: str,
+    gold: str,
+    question: str,
+    conditions: Sequence[str],
+    rng,
+    choices: Sequence[str] = (),
+    subtle: bool = False,
 ) -> Edit:
     """Swap one relation for its opposite (more/less, above/below, follows/does not follow, yes/no)."""
     return _swap_one_phrase(
@@ -166,25 +213,39 @@ def plant_logical_reversal(
         rng,
         "no relation, inequality or conclusion with a known opposite in the answer",
         "'{before}' was reversed to '{after}'",
+        subtle,
     )
 
 
 def plant_overclaim(
-    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+    answer: str,
+    gold: str,
+    question: str,
+    conditions: Sequence[str],
+    rng,
+    choices: Sequence[str] = (),
+    subtle: bool = False,
 ) -> Edit:
     """Widen a hedged claim: 'usually' → 'always', 'about' → 'exactly', 'can' → 'will'."""
     return _swap_one_phrase(
         answer,
         _OVERCLAIM_RE,
-        lambda hedge: _match_case(hedge, OVERCLAIMS[hedge.lower()]),
+        lambda hedge: _match_case(hedge, (SUBTLE_OVERCLAIMS if subtle else OVERCLAIMS)[hedge.lower()]),
         rng,
         "no hedge or scoped claim in the answer to widen",
         "the hedge '{before}' was widened to '{after}'",
+        subtle,
     )
 
 
 def plant_critical_omission(
-    answer: str, gold: str, question: str, conditions: Sequence[str], rng, choices: Sequence[str] = ()
+    answer: str,
+    gold: str,
+    question: str,
+    conditions: Sequence[str],
+    rng,
+    choices: Sequence[str] = (),
+    subtle: bool = False,
 ) -> Edit:
     """Remove a necessary condition or caveat (a whole sentence), so the answer no longer holds as stated."""
     candidates = [c for c in conditions if c and c in answer]
@@ -193,6 +254,16 @@ def plant_critical_omission(
     if not candidates:
         raise NotApplicable("no necessary condition or caveat in the answer to omit")
     sentence = _choose(candidates, rng)
+    clause = re.search(r"(;|, so|, which|, as)\s[^;]*?(?=\.$)", sentence) if subtle else None
+    if clause:  # drop only the caveat clause: "… function; weak kidneys need a lower dose." → "… function."
+        start = answer.index(sentence) + clause.start()
+        return Edit(
+            start,
+            start + len(clause.group(0)),
+            clause.group(0),
+            "",
+            f"the caveat '{clause.group(0).lstrip(';, ')}' was removed",
+        )
     start = answer.index(sentence)
     end = start + len(sentence)
     if end < len(answer) and answer[end] == " ":

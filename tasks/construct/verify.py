@@ -16,9 +16,9 @@ import re
 
 import pandas as pd
 
-from judgeops.tasks.construct.operators import _NUMBER_RE, OVERCLAIMS, REVERSALS
+from judgeops.tasks.construct.operators import _NUMBER_RE, OVERCLAIMS, REVERSALS, SUBTLE_OVERCLAIMS
 
-_SCOPE_MARKERS = {w.lower() for w in OVERCLAIMS.values()}
+_SCOPE_MARKERS = {w.lower() for w in [*OVERCLAIMS.values(), *SUBTLE_OVERCLAIMS.values()]}
 
 
 def _fact_tokens(text: str) -> list[str]:

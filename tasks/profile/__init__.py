@@ -13,6 +13,7 @@ from judgeops.tasks.profile.bootstrap import bootstrap_mean_ci
 from judgeops.tasks.profile.conditions import CONDITIONS
 
 BENCHMARK = "judgereva"
+HARD_BENCHMARK = "judgereva-hard"
 
 
 def complete_grid(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
@@ -71,3 +72,21 @@ def profile_external(
         pairs = group[["pair_id"]].assign(error_type=None, domain=None)
         frames.append(profile(verdicts, variants, pairs, config, benchmark=source))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def profile_all(
+    verdicts: pd.DataFrame,
+    variants: pd.DataFrame,
+    pairs: pd.DataFrame,
+    config: ProfileConfig,
+    external_pairs: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Every benchmark of a run: judgerEva, its Hard-Constructed subset (kept out of the main profile),
+    and each published pairwise set."""
+    hard = pairs["qc_flags"].map(lambda flags: "hard_constructed" in list(flags))
+    frames = [profile(verdicts, variants, pairs[~hard], config)]
+    if hard.any():
+        frames.append(profile(verdicts, variants, pairs[hard], config, benchmark=HARD_BENCHMARK))
+    if external_pairs is not None and len(external_pairs):
+        frames.append(profile_external(verdicts, variants, external_pairs, config))
+    return pd.concat(frames, ignore_index=True)

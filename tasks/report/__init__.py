@@ -70,13 +70,13 @@ def _cell(row: pd.Series) -> str:
 
 
 def external_table(profiles: pd.DataFrame) -> str | None:
-    """Judges on the published pairwise sets: accuracy per order and position consistency, with CIs."""
+    """Judges on the other benchmarks of the run (Hard-Constructed, published pairwise sets), with CIs."""
     published = profiles[profiles["benchmark"] != BENCHMARK]
     if published.empty:
         return None
     cells = published.assign(cell=published.apply(_cell, axis=1))
     wide = cells.pivot(index=["benchmark", "judge_id"], columns="condition", values="cell")
-    wide = wide[[c for c in ("overall", "order_AB", "order_BA", "C7_position") if c in wide.columns]]
+    wide = wide[[c.name for c in CONDITIONS if c.name in wide.columns]]
     wide.columns.name = None
     return wide.reset_index().to_html(index=False, classes="grid", na_rep="–")
 
