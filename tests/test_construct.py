@@ -320,3 +320,16 @@ def test_the_hard_branch_is_independent_balanced_and_verified():
     assert hard["error_type"].value_counts().max() - hard["error_type"].value_counts().min() <= 1
     assert (pair_problems(pairs) == "").all()
     assert set(out["construction_log"]["branch"]) == {"standard", "hard"}
+
+
+def test_a_math_fabrication_must_reach_the_final_answer_except_in_the_hard_branch():
+    from judgeops.tasks.construct.verify import verify_pair
+
+    a = "Each day it sells 12 × 4 = 48 rolls. The answer is 480."
+    start = a.index("48 rolls")
+    b = a[:start] + "46" + a[start + 2 :]
+    assert verify_pair(a, b, start, start + 2, "48", "46", "factual_fabrication", "math") == [
+        "factual_fabrication (math): the final answer did not change"
+    ]
+    assert verify_pair(a, b, start, start + 2, "48", "46", "factual_fabrication", "math", hard=True) == []
+    assert verify_pair(a, b, start, start + 2, "48", "46", "factual_fabrication", "science") == []

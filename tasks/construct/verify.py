@@ -2,7 +2,8 @@
 
 For every pair: the recorded span of A holds `edit_before`; applying the edit to A gives B; A ≠ B;
 and the change is of the recorded type:
-- factual_fabrication: a fact token (a number) changed;
+- factual_fabrication: a fact token (a number, an option letter or a name) changed; in math, the final
+  answer changed too (except in the Hard-Constructed branch, whose middle-step edits leave it);
 - logical_reversal: the edit swaps a relation for its known opposite;
 - overclaim: a hedge became a wider claim (a scope or certainty marker added);
 - critical_omission: B is A minus the recorded span (nothing added).
@@ -26,7 +27,22 @@ def _fact_tokens(text: str) -> list[str]:
     return _NUMBER_RE.findall(text) + re.findall(r"\b[A-Z][A-Za-z]*\b", text)
 
 
-def verify_pair(a: str, b: str, start: int, end: int, before: str, after: str, error_type: str) -> list[str]:
+def final_claim(text: str) -> str | None:
+    claims = re.findall(r"The answer is (.+?)\.?$", text)
+    return claims[-1] if claims else None
+
+
+def verify_pair(
+    a: str,
+    b: str,
+    start: int,
+    end: int,
+    before: str,
+    after: str,
+    error_type: str,
+    domain: str | None = None,
+    hard: bool = False,
+) -> list[str]:
     """The problems of one pair (empty when it verifies)."""
     problems = []
     if a == b:
@@ -38,6 +54,11 @@ def verify_pair(a: str, b: str, start: int, end: int, before: str, after: str, e
     if error_type == "factual_fabrication":
         if _fact_tokens(before) == _fact_tokens(after):
             problems.append("factual_fabrication: no number or fact token changed")
+        elif (
+            domain == "math" and not hard and final_claim(a) is not None and final_claim(a) == final_claim(b)
+        ):
+            # a math fabrication carries through to the result (the Hard-Constructed branch leaves it: subtler)
+            problems.append("factual_fabrication (math): the final answer did not change")
     elif error_type == "logical_reversal":
         if REVERSALS.get(before) != after:
             problems.append(f"logical_reversal: {before!r} → {after!r} is not a known reversal pair")
@@ -65,9 +86,23 @@ def pair_problems(pairs: pd.DataFrame) -> pd.Series:
         "edit_before",
         "edit_after",
         "error_type",
+        "domain",
+        "qc_flags",
     ]
     problems = [
-        "; ".join(verify_pair(a, b, int(start), int(end), before, after, kind))
-        for a, b, start, end, before, after, kind in pairs[columns].itertuples(index=False)
+        "; ".join(
+            verify_pair(
+                a,
+                b,
+                int(start),
+                int(end),
+                before,
+                after,
+                kind,
+                domain,
+                hard="hard_constructed" in list(flags if flags is not None else []),
+            )
+        )
+        for a, b, start, end, before, after, kind, domain, flags in pairs[columns].itertuples(index=False)
     ]
     return pd.Series(problems, index=pairs.index, dtype=object)
