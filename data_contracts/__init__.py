@@ -1,7 +1,8 @@
 """Data contracts: run an artifact's Great Expectations suite and decide stop / quarantine / pass.
 
-`check_contract(name, df, related)` is called by the store on every write. The suites are in
-`suites.py`; this module only runs them and turns GX's result into a decision and a message a
+`check_contract(name, df, related)` is called by the store on every write. The GX suites are in
+`suites.py`; rules GX cannot express (the pair verifier) are Python row checks (`_row_checks`). This
+module runs both, in chunks for large tables, and turns the results into a decision and a message a
 person can act on (the artifact, each failed expectation, example rows).
 """
 
