@@ -69,16 +69,19 @@ def _cell(row: pd.Series) -> str:
     return f"{row.estimate:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}] n={row.n}"
 
 
-def external_table(profiles: pd.DataFrame) -> str | None:
-    """Judges on the other benchmarks of the run (Hard-Constructed, published pairwise sets), with CIs."""
-    published = profiles[profiles["benchmark"] != BENCHMARK]
-    if published.empty:
-        return None
-    cells = published.assign(cell=published.apply(_cell, axis=1))
-    wide = cells.pivot(index=["benchmark", "judge_id"], columns="condition", values="cell")
+def condition_table(profiles: pd.DataFrame, index: list[str]) -> str:
+    """HTML: one row per `index` value, one column per condition (in CAP order), "estimate [CI] n" cells."""
+    cells = profiles.assign(cell=profiles.apply(_cell, axis=1))
+    wide = cells.pivot(index=index, columns="condition", values="cell")
     wide = wide[[c.name for c in CONDITIONS if c.name in wide.columns]]
     wide.columns.name = None
     return wide.reset_index().to_html(index=False, classes="grid", na_rep="–")
+
+
+def external_table(profiles: pd.DataFrame) -> str | None:
+    """Judges on the other benchmarks of the run (Hard-Constructed, published pairwise sets), with CIs."""
+    published = profiles[profiles["benchmark"] != BENCHMARK]
+    return None if published.empty else condition_table(published, ["benchmark", "judge_id"])
 
 
 def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, artifacts: list[dict]) -> str:
@@ -86,11 +89,6 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
     profiles = tables["profiles"][tables["profiles"]["benchmark"] == BENCHMARK]
     pairs = tables["pairs"]
     log = tables["construction_log"]
-    wide = profiles.assign(cell=profiles.apply(_cell, axis=1)).pivot(
-        index="judge_id", columns="condition", values="cell"
-    )
-    wide = wide[[c.name for c in CONDITIONS if c.name in wide.columns]]
-    wide.columns.name = None
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
     acceptance = construction_summary(pairs, log)
     counts = pd.crosstab(pairs["domain"], pairs["error_type"], margins=True, margins_name="total")
@@ -115,7 +113,7 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
         ),
         leaderboard=overall.to_dict("records"),
         conditions=CONDITIONS,
-        profile_table=wide.reset_index().to_html(index=False, classes="grid", na_rep="–"),
+        profile_table=condition_table(profiles, ["judge_id"]),
         counts_table=counts.to_html(classes="grid"),
         acceptance_table=acceptance.to_html(index=False, classes="grid"),
         examples=examples.to_dict("records"),
