@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 
 # Offline-friendly Prefect defaults (a user's own settings win): no telemetry, and enough time for
@@ -54,19 +55,25 @@ def _store(args):
     return ArtifactStore(url)
 
 
+def _stopping_errors() -> tuple[type[Exception], ...]:
+    """Errors that stop a flow with a message meant for the user (printed without a traceback)."""
+    from judgeops.data_contracts import ContractViolation
+    from judgeops.schemas.store import StoreError
+    from judgeops.tasks.ingest import IngestError
+
+    return ContractViolation, IngestError, StoreError
+
+
 def cmd_run(args) -> int:
     config = load_config(args.config)
     if args.store:
         config.store.url = args.store
-    from judgeops.data_contracts import ContractViolation
     from judgeops.flows.evaluate import evaluate
-    from judgeops.schemas.store import StoreError
-    from judgeops.tasks.ingest import IngestError
 
     started = time.perf_counter()
     try:
         result = evaluate(config=config, as_of=args.as_of, reuse=not args.no_reuse)
-    except (ContractViolation, IngestError, StoreError) as exc:
+    except _stopping_errors() as exc:
         _error(f"judgeops run stopped: {exc}")
         return 1
     print(f"run {result.run_id} finished in {time.perf_counter() - started:.1f}s")
@@ -75,23 +82,20 @@ def cmd_run(args) -> int:
     return 0
 
 
-ITEM_FORMATS = ("gsm8k", "mmlu", "truthfulqa", "medqa", "jsonl", "csv", "parquet")
-PAIRWISE_FORMATS = ("llmbar", "judgebench", "hh_rlhf")
-
-
 def sources_from_args(specs: list[list[str]]):
-    """`--source FORMAT:PATH [PATH ...]` → item sources and pairwise sources."""
-    from judgeops.config import FileSource, PairwiseSource
+    """`--source FORMAT:PATH [PATH ...]` → item sources and pairwise sources (formats as the config knows them)."""
+    from judgeops.config import FileSource, ItemFormat, PairwiseFormat, PairwiseSource
 
+    item_formats, pairwise_formats = typing.get_args(ItemFormat), typing.get_args(PairwiseFormat)
     items, pairwise = [], []
     for spec in specs:
         fmt, sep, first = spec[0].partition(":")
-        if not sep or fmt not in ITEM_FORMATS + PAIRWISE_FORMATS:
+        if not sep or fmt not in item_formats + pairwise_formats:
             raise ConfigError(
-                f"--source {spec[0]!r}: expected FORMAT:PATH with FORMAT one of {', '.join(ITEM_FORMATS + PAIRWISE_FORMATS)}"
+                f"--source {spec[0]!r}: expected FORMAT:PATH with FORMAT one of {', '.join(item_formats + pairwise_formats)}"
             )
         for path in [first, *spec[1:]]:
-            if fmt in PAIRWISE_FORMATS:
+            if fmt in pairwise_formats:
                 pairwise.append(PairwiseSource(format=fmt, path=path))
             else:
                 items.append(FileSource(format=fmt, path=path))
@@ -100,8 +104,6 @@ def sources_from_args(specs: list[list[str]]):
 
 def cmd_ingest(args) -> int:
     from judgeops.flows.ingest import ingest
-    from judgeops.schemas.store import StoreError
-    from judgeops.tasks.ingest import IngestError
 
     config = load_config(args.config)
     if args.store:
@@ -114,7 +116,7 @@ def cmd_ingest(args) -> int:
         config.sampling.per_domain = args.per_domain
     try:
         result = ingest(config=config, as_of=args.as_of)
-    except (IngestError, StoreError) as exc:
+    except _stopping_errors() as exc:
         _error(f"judgeops ingest stopped: {exc}")
         return 1
     table = Table(title=f"ingested (run {result['run_id']})")

@@ -87,10 +87,13 @@ class InboxSource(_Strict):
 Source = Annotated[BankSource | FileSource | InboxSource, Field(discriminator="kind")]
 
 
+PairwiseFormat = Literal["llmbar", "judgebench", "hh_rlhf"]
+
+
 class PairwiseSource(_Strict):
     """A published pairwise set: llmbar (json list), judgebench (jsonl), hh_rlhf (jsonl or jsonl.gz)."""
 
-    format: Literal["llmbar", "judgebench", "hh_rlhf"]
+    format: PairwiseFormat
     path: str
     limit: int | None = Field(None, ge=1)
 
