@@ -151,23 +151,20 @@ def run_stage(
 
 def source_fingerprint(config: EvaluateConfig, as_of: dt.date) -> dict[str, str]:
     """Content hashes of every input file (editing a file in place invalidates the ingest stage);
-    for an inbox, the files of the week being read, so each week is its own ingest."""
+    for an inbox, exactly the files of the week being read (`inbox_files`, the same list ingest reads)."""
     files: list[Path] = []
     for s in [*config.sources, *config.pairwise, *config.responses]:
-        if isinstance(s, InboxSource):
-            root = Path(s.root)
-            files += sorted(root.glob("*/*.jsonl")) if root.is_dir() else []
-        elif getattr(s, "path", None):
-            try:
+        try:
+            if isinstance(s, InboxSource):
+                files += ingest_module.inbox_files(s, as_of)
+            elif getattr(s, "path", None):
                 files += expand_paths(s.path)
-            except ingest_module.IngestError:
-                pass  # the stage itself reports the missing file
+        except ingest_module.IngestError:
+            pass  # the stage itself reports the missing file or week
     out = {}
     for f in files:
         with open(f, "rb") as fh:
             out[str(f)] = hashlib.file_digest(fh, "sha256").hexdigest()
-    if any(isinstance(s, InboxSource) for s in config.sources):
-        out["as_of"] = as_of.isoformat()
     return out
 
 

@@ -366,3 +366,19 @@ def test_generic_csv_and_parquet_through_the_column_mapping(tmp_path):
         and from_parquet.items.loc[1, "gold"] == "B"
     )
     assert only_reason(from_parquet).endswith("line 3, field 'prompt': empty field")
+
+
+def test_the_ingest_fingerprint_covers_exactly_the_week_read(tmp_path):
+    from judgeops.config import EvaluateConfig
+    from judgeops.tasks.stages import source_fingerprint
+
+    for day in ("2026-11-10", "2026-11-17", "2026-11-23"):
+        (tmp_path / day).mkdir()
+        write_jsonl(tmp_path / day / "batch.jsonl", [{"question": day, "answer": "1"}])
+    config = EvaluateConfig(sources=[InboxSource(root=str(tmp_path))])
+    week = source_fingerprint(config, dt.date(2026, 11, 23))
+    assert sorted(week) == [str(tmp_path / d / "batch.jsonl") for d in ("2026-11-17", "2026-11-23")]
+    write_jsonl(tmp_path / "2026-11-10" / "batch.jsonl", [{"question": "edited", "answer": "2"}])
+    assert source_fingerprint(config, dt.date(2026, 11, 23)) == week  # an older week's edit changes nothing
+    write_jsonl(tmp_path / "2026-11-23" / "batch.jsonl", [{"question": "edited", "answer": "2"}])
+    assert source_fingerprint(config, dt.date(2026, 11, 23)) != week

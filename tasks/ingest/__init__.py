@@ -40,6 +40,7 @@ __all__ = [
     "ingest_items",
     "ingest_pairwise",
     "ingest_responses",
+    "inbox_files",
     "normalize_text",
     "reject_frame",
     "summary_table",
@@ -81,8 +82,8 @@ def bank_rows(source: BankSource) -> Iterator[tuple]:
         )
 
 
-def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
-    """jsonl files in the dated folders of the week ending at as_of: <root>/<YYYY-MM-DD>/*.jsonl."""
+def inbox_files(source: InboxSource, as_of: dt.date) -> list[Path]:
+    """The jsonl files of the week ending at as_of: <root>/<YYYY-MM-DD>/*.jsonl with the date in (as_of - days, as_of]."""
     root = Path(source.root)
     if not root.is_dir():
         raise IngestError(f"{root}: inbox folder not found")
@@ -99,8 +100,12 @@ def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
         raise IngestError(
             f"{root}: no inbox folder dated {first} to {as_of} (expected {root}/<YYYY-MM-DD>/*.jsonl)"
         )
+    return [path for folder in folders for path in sorted(folder.glob("*.jsonl"))]
+
+
+def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
     mapping = FileSource(
-        path=str(root),
+        path=source.root,
         format="jsonl",
         domain=source.domain,
         question_field=source.question_field,
@@ -108,9 +113,8 @@ def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
         solution_field=source.solution_field,
         license=source.license,
     )
-    for folder in folders:
-        for path in sorted(folder.glob("*.jsonl")):
-            yield from read_generic(path, mapping, source_name=f"inbox:{folder.name}")
+    for path in inbox_files(source, as_of):
+        yield from read_generic(path, mapping, source_name=f"inbox:{path.parent.name}")
 
 
 def _rows(source, as_of: dt.date) -> Iterator[tuple | Reject]:
