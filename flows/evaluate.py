@@ -18,6 +18,7 @@ from judgeops.tasks.stages import (
     aggregate_stage,
     construct_stage,
     ingest_stage,
+    ingest_summary_stage,
     judge_stage,
     logger,
     profile_stage,
@@ -67,6 +68,7 @@ def evaluate(
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
     with store.recording("evaluate", as_of, config) as record:
         ingested = ingest_stage(store, config, as_of, reuse)
+        ingest_summary_stage(store, ingested)
         items = {"items": ingested["items"]}
         published = {"external_pairs": ingested["external_pairs"]} if "external_pairs" in ingested else {}
         built = construct_stage(store, {**items, **published}, config.construction, reuse)

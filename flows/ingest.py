@@ -9,8 +9,7 @@ from prefect import flow
 from judgeops.config import EvaluateConfig
 from judgeops.flows.evaluate import _as_of
 from judgeops.schemas.store import ArtifactStore, new_run_id
-from judgeops.tasks.ingest import summary_table
-from judgeops.tasks.stages import ingest_stage
+from judgeops.tasks.stages import ingest_stage, ingest_summary_stage
 
 
 @flow(name="ingest", flow_run_name="ingest-{as_of}")
@@ -21,10 +20,10 @@ def ingest(config: EvaluateConfig | None = None, as_of: dt.date | None = None, r
     store = ArtifactStore(config.store.url, new_run_id(as_of))
     with store.recording("ingest", as_of, config, done="ingested"):
         refs = ingest_stage(store, config, as_of, reuse)
-    quarantine = store.read_pandas(refs["items__quarantine"]) if "items__quarantine" in refs else None
+        summary = ingest_summary_stage(store, refs)
     return {
         "run_id": store.run_id,
         "artifacts": {name: store.display_path(ref.path) for name, ref in refs.items()},
         "rows": {name: ref.rows for name, ref in refs.items()},
-        "summary": summary_table(store.read_pandas(refs["items"]), quarantine).to_dict("records"),
+        "summary": summary.to_dict("records"),
     }

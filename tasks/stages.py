@@ -208,13 +208,17 @@ def ingest_stage(store: ArtifactStore, config: EvaluateConfig, as_of: dt.date, r
         reuse,
         extra_key=source_fingerprint(config, as_of),
     )
-    summary = ingest_module.summary_table(
-        store.read_pandas(refs["items"]),
-        store.read_pandas(refs["items__quarantine"]) if "items__quarantine" in refs else None,
-    )
+    return refs
+
+
+@task(name="ingest-summary", cache_policy=NO_CACHE)
+def ingest_summary_stage(store: ArtifactStore, refs: Refs) -> pd.DataFrame:
+    """Items and quarantined rows per source × domain: logged, published as a table artifact, returned."""
+    quarantine = store.read_pandas(refs["items__quarantine"]) if "items__quarantine" in refs else None
+    summary = ingest_module.summary_table(store.read_pandas(refs["items"]), quarantine)
     logger().info("ingest summary (source × domain):\n%s", summary.to_string(index=False))
     _publish_table(summary, "ingest-summary", "items per source and domain, quarantined rows per file")
-    return refs
+    return summary
 
 
 def _publish_table(table: pd.DataFrame, key: str, description: str) -> None:
