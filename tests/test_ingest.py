@@ -382,3 +382,18 @@ def test_the_ingest_fingerprint_covers_exactly_the_week_read(tmp_path):
     assert source_fingerprint(config, dt.date(2026, 11, 23)) == week  # an older week's edit changes nothing
     write_jsonl(tmp_path / "2026-11-23" / "batch.jsonl", [{"question": "edited", "answer": "2"}])
     assert source_fingerprint(config, dt.date(2026, 11, 23)) != week
+
+
+def test_a_pairwise_record_with_an_empty_answer_names_the_field(tmp_path):
+    jb = write_jsonl(
+        tmp_path / "jb.jsonl", [{"question": "q", "response_A": "a", "response_B": " ", "label": "A>B"}]
+    )
+    llmbar = tmp_path / "llmbar.json"
+    llmbar.write_text(json.dumps([{"input": "q", "output_1": "x", "label": 1}]))
+    _, rejects = ingest_pairwise(
+        [PairwiseSource(format="judgebench", path=str(jb)), PairwiseSource(format="llmbar", path=str(llmbar))]
+    )
+    assert [r.message() for r in rejects] == [
+        f"{jb}, line 1, field 'response_B': empty field",
+        f"{llmbar}, line 1, field 'output_2': missing field",
+    ]

@@ -17,6 +17,7 @@ from judgeops.schemas.artifacts import schema_for
 from judgeops.tasks.ingest.adapters import (
     IngestError,
     Reject,
+    _required_fields,
     expand_paths,
     iter_json_records,
     normalize_text,
@@ -27,7 +28,7 @@ COLUMNS = schema_for("external_pairs").schema.names
 
 
 def _row(fmt: str, path: Path, line: int, question, a1, a2, gold: str) -> dict:
-    q, x, y = normalize_text(question), a1.strip(), a2.strip()
+    q, x, y = normalize_text(question), str(a1).strip(), str(a2).strip()
     digest = hashlib.sha256(json.dumps([q, x, y]).encode()).hexdigest()[:16]
     return {
         "pair_id": f"{fmt}-{digest}",
@@ -54,9 +55,9 @@ def read_llmbar(path: Path) -> Iterator[dict | Reject]:
         if label not in ("1", "2"):
             yield Reject(str(path), index, "label", f"expected 1 or 2, got {label!r} (record {index})")
             continue
-        fields = [rec.get(k) for k in ("input", "output_1", "output_2")]
-        if not all(isinstance(f, str) and f.strip() for f in fields):
-            yield Reject(str(path), index, "output", "missing or empty input/output_1/output_2")
+        fields = _required_fields(rec, ("input", "output_1", "output_2"), path, index)
+        if isinstance(fields, Reject):
+            yield fields
             continue
         yield _row("llmbar", path, index, *fields, label)
 
@@ -71,9 +72,9 @@ def read_judgebench(path: Path) -> Iterator[dict | Reject]:
         if label not in ("A>B", "B>A"):
             yield Reject(str(path), line, "label", f"expected 'A>B' or 'B>A', got {label!r}")
             continue
-        fields = [rec.get(k) for k in ("question", "response_A", "response_B")]
-        if not all(isinstance(f, str) and f.strip() for f in fields):
-            yield Reject(str(path), line, "response", "missing or empty question/response_A/response_B")
+        fields = _required_fields(rec, ("question", "response_A", "response_B"), path, line)
+        if isinstance(fields, Reject):
+            yield fields
             continue
         yield _row("judgebench", path, line, *fields, "1" if label == "A>B" else "2")
 

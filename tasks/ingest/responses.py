@@ -18,7 +18,7 @@ import pandas as pd
 
 from judgeops.config import FileSource, ResponsesSource
 from judgeops.schemas.artifacts import schema_for
-from judgeops.tasks.ingest.adapters import Reject, _generic_records, _required, expand_paths
+from judgeops.tasks.ingest.adapters import Reject, _generic_records, _required_fields, expand_paths
 
 COLUMNS = schema_for("responses").schema.names
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -58,15 +58,15 @@ def read_responses(source: ResponsesSource) -> Iterator[dict | Reject]:
             if isinstance(rec, Reject):
                 yield rec
                 continue
-            item, text = (
-                _required(rec, source.item_field, path, line),
-                _required(rec, source.text_field, path, line),
+            wanted = (source.item_field, source.text_field) + (
+                () if source.examinee else (source.examinee_field,)
             )
-            examinee = source.examinee or _required(rec, source.examinee_field, path, line)
-            bad = next((x for x in (item, text, examinee) if isinstance(x, Reject)), None)
-            if bad:
-                yield bad
+            fields = _required_fields(rec, wanted, path, line)
+            if isinstance(fields, Reject):
+                yield fields
                 continue
+            item, text, *named = fields
+            examinee = source.examinee or named[0]
             rid = (
                 str(rec[source.id_field])
                 if source.id_field and rec.get(source.id_field) is not None
