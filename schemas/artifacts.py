@@ -18,6 +18,9 @@ VERDICTS = ("A", "B", "tie")
 DOMAINS = ("math", "science", "logic", "legal", "medical", "general")
 
 QUARANTINE_SUFFIX = "__quarantine"
+# items.choices are lettered in order (choices[0] is option A); items.steps end with "The answer is <gold>."
+OPTION_LETTERS = "ABCDEFGHIJ"
+FINAL_CLAIM = "The answer is"
 
 
 @dataclass(frozen=True)

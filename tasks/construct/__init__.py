@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from judgeops.config import ConstructionConfig, GateConfig
-from judgeops.schemas.artifacts import schema_for
-from judgeops.tasks.construct.operators import OPERATORS, Edit, NotApplicable
+from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS, schema_for
+from judgeops.tasks.construct.operators import OPERATORS, Edit, NotApplicable, closing_claim_start
 from judgeops.tasks.construct.presentation import padded, padding_for, polished
 
 TELLTALE = re.compile(r"\b(wrong|incorrect|error|mistake|actually|not true)\b", re.I)
@@ -58,7 +58,6 @@ def _seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
-LETTERS = "ABCDEFGHIJ"
 MCQ_CONDITION = "This holds only if the question is read exactly as written."
 SHORT_CONDITION = "This holds only if the question is read literally, as asked."
 
@@ -74,8 +73,8 @@ def expand_answer(item: pd.Series) -> tuple[str, list[str]]:
     conditions = [str(c) for c in item["conditions"]] if item["conditions"] is not None else []
     choices = [str(c) for c in item["choices"]] if item["choices"] is not None else []
     gold = str(item["gold"])
-    if choices and gold in LETTERS[: len(choices)]:
-        text = choices[LETTERS.index(gold)].rstrip(".")
+    if choices and gold in OPTION_LETTERS[: len(choices)]:
+        text = choices[OPTION_LETTERS.index(gold)].rstrip(".")
         template = [
             f"Option {gold} says: {text}.",
             f"Option {gold} fits the question better than the other options.",
@@ -85,7 +84,7 @@ def expand_answer(item: pd.Series) -> tuple[str, list[str]]:
         ]
         return " ".join(template), [MCQ_CONDITION]
     # a worked solution says more than the closing claim and a restatement of the gold answer
-    worked = [x for x in steps if not x.startswith("The answer is") and x.rstrip(".") != gold.rstrip(".")]
+    worked = [x for x in steps if not x.startswith(FINAL_CLAIM) and x.rstrip(".") != gold.rstrip(".")]
     if worked:
         return " ".join(steps), conditions
     claim = gold.rstrip(".")
@@ -116,7 +115,7 @@ def qc_flags(answer: str, edit: Edit, fallback: bool) -> list[str]:
     touches the closing "The answer is …" sentence, so a judge can win by checking the final claim alone.
     """
     flags = ["type_fallback"] if fallback else []
-    closing = answer.rfind("The answer is")
+    closing = closing_claim_start(answer)
     if closing >= 0 and edit.start >= closing:
         flags.append("final_answer_only")
     return flags

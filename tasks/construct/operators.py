@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -91,6 +93,11 @@ _CONDITION_MARKERS = re.compile(
 _NUMBER_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w]|\.\d)")
 
 
+def closing_claim_start(answer: str) -> int:
+    """Where the closing "The answer is …" sentence starts (-1 when there is none)."""
+    return answer.rfind(FINAL_CLAIM)
+
+
 def _match_case(template: str, word: str) -> str:
     return word[:1].upper() + word[1:] if template[:1].isupper() else word
 
@@ -121,13 +128,13 @@ def plant_factual_fabrication(
 ) -> Edit:
     """Change one number (when it is the final answer, every later mention changes with it), or for
     multiple choice claim a distractor: its letter and its text replace the gold option's, consistently."""
-    if choices and gold in LETTERS[: len(choices)]:
+    if choices and gold in OPTION_LETTERS[: len(choices)]:
         return _fabricate_option(answer, gold, list(choices), rng)
     numbers = list(_NUMBER_RE.finditer(answer))
     if not numbers:
         raise NotApplicable("no number, date or quantity in the answer to fabricate")
     if subtle:  # one number inside a middle step, 2-5% off, the rest left as it was
-        closing = answer.rfind("The answer is")
+        closing = closing_claim_start(answer)
         middle = [
             m for m in numbers if m.start() > answer.find(". ") and (closing < 0 or m.start() < closing)
         ]
@@ -167,7 +174,7 @@ def _swap_one_phrase(
     matches = list(pattern.finditer(answer))
     if not matches:
         raise NotApplicable(missing)
-    closing = answer.rfind("The answer is")
+    closing = closing_claim_start(answer)
     inner = [m for m in matches if closing < 0 or m.start() < closing]
     m = _choose(inner if subtle and inner else matches, rng)
     before = m.group(1)
@@ -175,18 +182,15 @@ def _swap_one_phrase(
     return Edit(m.start(), m.end(), before, after, note.format(before=before, after=after))
 
 
-LETTERS = "ABCDEFGHIJ"
-
-
 def _fabricate_option(answer: str, gold: str, choices: list[str], rng) -> Edit:
-    gold_text = choices[LETTERS.index(gold)].rstrip(".")
+    gold_text = choices[OPTION_LETTERS.index(gold)].rstrip(".")
     others = [i for i, c in enumerate(choices) if c.strip() and c.rstrip(".") != gold_text]
     mention = re.compile(rf"(Option |answer is ){gold}\b")
     mentions = list(mention.finditer(answer))
     if not others or not mentions:
         raise NotApplicable("no distractor option to claim instead of the gold one")
     wrong = others[int(rng.integers(len(others)))]
-    letter, text = LETTERS[wrong], choices[wrong].rstrip(".")
+    letter, text = OPTION_LETTERS[wrong], choices[wrong].rstrip(".")
     start, end = mentions[0].start(), mentions[-1].end()
     before = answer[start:end]
     # the quoted option text only (a short option such as "the" must not change other words)

@@ -17,6 +17,7 @@ import re
 
 import pandas as pd
 
+from judgeops.schemas.artifacts import FINAL_CLAIM
 from judgeops.tasks.construct.operators import _NUMBER_RE, OVERCLAIMS, REVERSALS, SUBTLE_OVERCLAIMS
 
 _SCOPE_MARKERS = {w.lower() for w in [*OVERCLAIMS.values(), *SUBTLE_OVERCLAIMS.values()]}
@@ -28,7 +29,7 @@ def _fact_tokens(text: str) -> list[str]:
 
 
 def final_claim(text: str) -> str | None:
-    claims = re.findall(r"The answer is (.+?)\.?$", text)
+    claims = re.findall(rf"{FINAL_CLAIM} (.+?)\.?$", text)
     return claims[-1] if claims else None
 
 

@@ -24,8 +24,7 @@ from pathlib import Path
 import orjson
 
 from judgeops.config import FileSource
-
-LETTERS = "ABCDEFGHIJ"
+from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS
 
 # licence of each format's public release; a user's own files say theirs in the config
 KNOWN_LICENSES = {"gsm8k": "MIT", "mmlu": "MIT", "truthfulqa": "Apache-2.0", "medqa": "MIT"}
@@ -215,8 +214,8 @@ def item_row(
     question = normalize_text(question)
     gold = normalize_text(gold)
     steps = [s for s in map(normalize_text, steps) if s] if steps else []
-    if gold and not (steps and steps[-1].startswith("The answer is")):
-        steps.append(f"The answer is {gold}.")
+    if gold and not (steps and steps[-1].startswith(FINAL_CLAIM)):
+        steps.append(f"{FINAL_CLAIM} {gold}.")
     choices = [normalize_text(c) or "" for c in choices] if choices else []
     digest = identity_digest(question or f"{path}:{line}", choices)
     if item_id is None:
@@ -298,13 +297,13 @@ def read_mmlu(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
             continue
         question, *choices, letter = row
         letter = letter.strip().upper()
-        if letter not in LETTERS[: len(choices)]:
+        if letter not in OPTION_LETTERS[: len(choices)]:
             yield Reject(str(path), line, "answer", f"letter {letter!r} is not among the choices A-D")
             continue
         if not question.strip():
             yield Reject(str(path), line, "question", "empty field")
             continue
-        gold_text = normalize_text(choices[LETTERS.index(letter)])
+        gold_text = normalize_text(choices[OPTION_LETTERS.index(letter)])
         yield item_row(
             f"mmlu:{subject}",
             path,
@@ -429,8 +428,8 @@ def read_generic(path: Path, src: FileSource, source_name: str | None = None) ->
         if choices is not None and not isinstance(choices, list):
             yield Reject(where, line, c_field, f"expected a list of options, got {type(choices).__name__}")
             continue
-        if choices and str(gold).strip().upper() not in LETTERS[: len(choices)]:
-            last = LETTERS[len(choices) - 1]
+        if choices and str(gold).strip().upper() not in OPTION_LETTERS[: len(choices)]:
+            last = OPTION_LETTERS[len(choices) - 1]
             yield Reject(where, line, g_field, f"letter {gold!r} is not among the choices A-{last}")
             continue
         solution = rec.get(s_field) if s_field else None
