@@ -156,7 +156,10 @@ def verdicts_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
         *_references("variant_id", "variants", "variant_id", related),
         _in("verdict", VERDICTS),
         _probability("p_first"),
+        _probability("flip_rate"),
         gxe.ExpectColumnValuesToBeBetween(column="latency_ms", min_value=0, meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="n_samples", min_value=1, meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="cache_hits", min_value=0, meta=STOP),
     ]
 
 
@@ -166,7 +169,7 @@ def coverage_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
         _probability("coverage"),
         *[
             gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta=STOP)
-            for c in ("n_expected", "n_answered", "n_tie", "n_unparsable", "n_error")
+            for c in ("n_expected", "n_answered", "n_tie", "n_unparsable", "n_error", "n_calls", "cache_hits")
         ],
     ]
 

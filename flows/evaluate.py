@@ -73,7 +73,12 @@ def evaluate(
         published = {"external_pairs": ingested["external_pairs"]} if "external_pairs" in ingested else {}
         built = construct_stage(store, {**items, **published}, config.construction, reuse)
         verdicts = judge_stage(
-            store, {**items, **published, **built}, config.judges, config.batch_size, reuse
+            store,
+            {**items, **published, **built},
+            config.judges,
+            config.batch_size,
+            reuse,
+            config.cache.path,
         )
         coverage = validate_stage(store, {**verdicts, "variants": built["variants"]}, config.judges, reuse)
         consensus = aggregate_stage(

@@ -3,7 +3,7 @@
 `load_config(path)` turns YAML and validation errors into a ConfigError that names the file,
 the key and what was expected, e.g.
 
-    judgeops.yaml: judges[1].model: Input should be 'reference_match', ... (got 'gpt5')
+    judgeops.yaml: sources[0].path: Field required
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ Presentation = Literal["plain", "polished", "padded"]
 Order = Literal["AB", "BA"]
 Domain = Literal["math", "science", "logic", "legal", "medical", "general"]
 ProgrammaticModel = Literal["reference_match", "numeric_consistency", "length_preference", "hedge_preference"]
+Backend = Literal["programmatic", "local", "openai"]
+JudgeProtocol = Literal["pairwise", "pointwise", "score_then_choose", "blind_reference"]
 
 assert set(ErrorType.__args__) == set(ERROR_TYPES) and set(Presentation.__args__) == set(PRESENTATIONS)
 assert set(Order.__args__) == set(ORDERS) and set(Domain.__args__) == set(DOMAINS)
@@ -140,17 +142,87 @@ class ConstructionConfig(_Strict):
     )
 
 
+class DecodingConfig(_Strict):
+    """Decoding parameters sent with every request (part of the call-cache key)."""
+
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int | None = Field(
+        None, ge=1, le=4096, description="default: what the protocol needs (1 token for a verdict letter)"
+    )
+    top_logprobs: int = Field(5, ge=0, le=20, description="alternatives asked for at each token (0: none)")
+    seed: int | None = Field(None, description="sample i is sent with seed + i where the backend takes one")
+
+
 class JudgeConfig(_Strict):
-    """A panel member. Only programmatic judges exist so far; LLM backends come with issue 5."""
+    """A panel member: backend + model + protocol + prompt template (see tasks/judges/)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
-    backend: Literal["programmatic"] = "programmatic"
-    model: ProgrammaticModel
-    protocol: Literal["pairwise"] = "pairwise"
+    family: str | None = Field(None, description="model family, for within/across-family comparisons")
+    backend: Backend = "programmatic"
+    model: str = Field(
+        description="programmatic: one of the built-in judges; local: 'smollm2-135m-instruct' or a .gguf "
+        "path; openai: the model name the endpoint serves"
+    )
+    protocol: JudgeProtocol = "pairwise"
+    rationale: bool = Field(False, description="ask for a one-sentence rationale (pairwise; for C8)")
+    base_url: str | None = Field(None, description="openai: the endpoint, e.g. http://localhost:8000/v1")
+    api_key_env: str | None = Field(None, description="openai: the environment variable holding the key")
+    api_key_secret: str | None = Field(None, description="openai: a Prefect Secret block holding the key")
+    decoding: DecodingConfig = Field(default_factory=DecodingConfig)
+    samples: int = Field(1, ge=1, le=64, description="self-consistency: calls per unit (sample index in key)")
+    max_concurrency: int = Field(4, ge=1, le=1024, description="requests in flight at once")
+    requests_per_minute: float | None = Field(None, gt=0, description="token-bucket request rate limit")
+    tokens_per_minute: float | None = Field(None, gt=0, description="token-bucket token rate limit")
+    timeout_s: float = Field(60.0, gt=0, description="per-call timeout")
+    max_retries: int = Field(5, ge=0, le=20, description="retries of 429/5xx/timeouts/connection errors")
+    breaker_failures: int = Field(
+        5, ge=1, description="calls failing in a row (after retries) that stop the batch"
+    )
+    max_pairs: int | None = Field(
+        None,
+        ge=1,
+        description="judge only this many pairs (a fixed, seeded subset; every variant of each), "
+        "to fit a slow judge into the run's time budget",
+    )
+
+    @model_validator(mode="after")
+    def _backend_fits(self) -> JudgeConfig:
+        if self.backend == "programmatic":
+            if self.model not in ProgrammaticModel.__args__:
+                raise ValueError(
+                    f"programmatic model must be one of {list(ProgrammaticModel.__args__)} (got {self.model!r})"
+                )
+            if self.protocol not in ("pairwise", "pointwise"):
+                raise ValueError(f"programmatic judges speak pairwise or pointwise (got {self.protocol!r})")
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("an openai judge needs base_url (e.g. http://localhost:8000/v1)")
+        if self.backend == "local" and self.model != LOCAL_DEFAULT_MODEL and not self.model.endswith(".gguf"):
+            raise ValueError(f"a local judge's model is {LOCAL_DEFAULT_MODEL!r} or a path to a .gguf file")
+        if self.api_key_env and self.api_key_secret:
+            raise ValueError("give api_key_env or api_key_secret, not both")
+        return self
+
+
+LOCAL_DEFAULT_MODEL = "smollm2-135m-instruct"
 
 
 def _default_panel() -> list[JudgeConfig]:
-    return [JudgeConfig(name=m, model=m) for m in ProgrammaticModel.__args__]
+    programmatic = [JudgeConfig(name=m, model=m, family="programmatic") for m in ProgrammaticModel.__args__]
+    smollm2 = JudgeConfig(  # a real (weak) LLM, on a sample sized to the default run's time budget
+        name="smollm2-135m",
+        family="smollm2",
+        backend="local",
+        model=LOCAL_DEFAULT_MODEL,
+        max_pairs=8,
+    )
+    return [*programmatic, smollm2]
+
+
+class CacheConfig(_Strict):
+    path: str = Field(
+        "./.judgeops/cache/calls.sqlite",
+        description="the judge-call cache (SQLite, a local path): a call found here is never paid again",
+    )
 
 
 class AggregationConfig(_Strict):
@@ -181,6 +253,7 @@ class EvaluateConfig(_Strict):
     aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
     profile: ProfileConfig = Field(default_factory=ProfileConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")
 
     @model_validator(mode="after")

@@ -146,7 +146,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "verdicts",
-            1,
+            2,
             _s(
                 pa.field("call_id", _STR, nullable=False),
                 pa.field("run_id", _STR),
@@ -161,13 +161,19 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("tokens", pa.int64()),
                 pa.field("cached", pa.bool_()),
                 pa.field("error", _STR),
+                pa.field("n_samples", pa.int64()),
+                pa.field("flip_rate", _F),
+                pa.field("p_first_sd", _F),
+                pa.field("n_calls", pa.int64()),
+                pa.field("cache_hits", pa.int64()),
             ),
             ("call_id",),
-            "one judge call, as the judge saw it (display frame)",
+            "one judge's decision on one unit, as the judge saw it (display frame); with samples > 1 the "
+            "majority over samples, with the flip rate and p_first spread across them",
         ),
         ArtifactSchema(
             "coverage",
-            1,
+            2,
             _s(
                 pa.field("judge_id", _STR, nullable=False),
                 pa.field("n_expected", pa.int64()),
@@ -176,6 +182,8 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("n_unparsable", pa.int64()),
                 pa.field("n_error", pa.int64()),
                 pa.field("coverage", _F),
+                pa.field("n_calls", pa.int64()),
+                pa.field("cache_hits", pa.int64()),
             ),
             ("judge_id",),
             "per judge: how many of the expected calls produced a usable verdict",

@@ -97,7 +97,13 @@ def run_stage(
     compute: Callable[[dict[str, pd.DataFrame]], dict[str, pd.DataFrame]],
     reuse: bool = True,
     extra_key: Mapping[str, str] | None = None,
+    incomplete: Callable[[dict[str, pd.DataFrame]], str | None] | None = None,
 ) -> Refs:
+    """Compute a stage or reuse an earlier run's outputs for the same key.
+
+    `incomplete(outputs)` may return why the outputs must not be reused (e.g. judge calls that never got
+    an answer): they are written for this run but not indexed, so the next run computes the stage again.
+    """
     log = logger()
     params = _jsonable(dict(params))
     key = stable_hash(
@@ -144,7 +150,11 @@ def run_stage(
         related[name] = df
         if store.exists(name + QUARANTINE_SUFFIX):  # rows set aside are outputs too: reused with the rest
             refs[name + QUARANTINE_SUFFIX] = store.ref(name + QUARANTINE_SUFFIX)
-    store.record_stage_outputs(stage, key, refs)
+    why = incomplete(outputs) if incomplete else None
+    if why:
+        log.warning("stage %s: not offered for reuse: %s", stage, why)
+    else:
+        store.record_stage_outputs(stage, key, refs)
     log.info("stage %s: wrote %s", stage, ", ".join(f"{n} ({r.rows} rows)" for n, r in refs.items()))
     return refs
 
@@ -251,7 +261,12 @@ def construct_stage(
 
 @task(name="judge", cache_policy=NO_CACHE)
 def judge_stage(
-    store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig], batch_size: int, reuse: bool = True
+    store: ArtifactStore,
+    inputs: Refs,
+    judges: list[JudgeConfig],
+    batch_size: int,
+    reuse: bool = True,
+    cache_path: str | None = None,
 ) -> Refs:
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         progress = _Progress("judge calls")
@@ -264,18 +279,23 @@ def judge_stage(
             batch_size,
             progress,
             external_pairs=t.get("external_pairs"),
+            cache_path=cache_path,
         )
         return {"verdicts": verdicts}
 
-    return run_stage(store, "judge", judges_module, inputs, {"judges": judges}, compute, reuse)
+    def incomplete(outputs: dict[str, pd.DataFrame]) -> str | None:
+        n = judges_module.transport_failures(outputs["verdicts"])
+        return f"{n} judge calls got no answer (not cached); a rerun retries exactly those" if n else None
+
+    return run_stage(
+        store, "judge", judges_module, inputs, {"judges": judges}, compute, reuse, None, incomplete
+    )
 
 
 @task(name="validate", cache_policy=NO_CACHE)
 def validate_stage(store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig], reuse: bool = True) -> Refs:
-    names = [j.name for j in judges]
-
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-        table = judges_module.coverage(t["verdicts"], t["variants"], names)
+        table = judges_module.coverage(t["verdicts"], t["variants"], judges)
         low = table[table["coverage"] < 1.0]
         for row in low.itertuples():
             logger().warning(
@@ -289,7 +309,7 @@ def validate_stage(store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig]
             )
         return {"coverage": table}
 
-    return run_stage(store, "validate", judges_module, inputs, {"judges": names}, compute, reuse)
+    return run_stage(store, "validate", judges_module, inputs, {"judges": judges}, compute, reuse)
 
 
 @task(name="aggregate", cache_policy=NO_CACHE)
@@ -345,19 +365,20 @@ class _Progress:
         if TaskRunContext.get() is not None:
             self.artifact_id = create_progress_artifact(progress=0.0, description=what)
 
-    def __call__(self, done: int, total: int, errors: int) -> None:
+    def __call__(self, done: int, total: int, errors: int, cache_hits: int = 0) -> None:
         from prefect.artifacts import update_progress_artifact
 
         elapsed = time.perf_counter() - self.start
         eta = elapsed / done * (total - done) if done else float("nan")
         logger().info(
-            "%s: %d/%d (%.0f%%), %d errors, ETA %.0fs",
+            "%s: %d/%d (%.0f%%), %d cache hits, %d errors, ETA %.0fs",
             self.what,
             done,
             total,
-            100 * done / total,
+            100 * done / total if total else 100.0,
+            cache_hits,
             errors,
             eta,
         )
         if self.artifact_id is not None:
-            update_progress_artifact(self.artifact_id, progress=100.0 * done / total)
+            update_progress_artifact(self.artifact_id, progress=100.0 * done / total if total else 100.0)

@@ -24,7 +24,7 @@ def test_config_prints_the_embedded_default(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["config"]) == 0
     printed = yaml.safe_load(capsys.readouterr().out)
-    assert printed["sources"][0]["kind"] == "builtin_bank" and len(printed["judges"]) == 4
+    assert printed["sources"][0]["kind"] == "builtin_bank" and len(printed["judges"]) == 5
 
 
 def test_a_bad_config_exits_2_naming_file_and_key(capsys, tmp_path):

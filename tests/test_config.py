@@ -21,7 +21,7 @@ def test_a_dumped_config_loads_back(tmp_path):
     [
         (
             "judges:\n  - name: x\n    model: gpt5\n",
-            r"judgeops.yaml: judges\[0\]\.model: Input should be 'reference_match'.*\(got 'gpt5'\)",
+            r"judgeops.yaml: judges\[0\]: .*programmatic model must be one of \['reference_match'.*\(got 'gpt5'\)",
         ),
         (
             "construction:\n  seeed: 3\n",

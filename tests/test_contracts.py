@@ -24,6 +24,11 @@ def verdicts_frame(n: int = 4) -> pd.DataFrame:
             "tokens": None,
             "cached": False,
             "error": None,
+            "n_samples": 1,
+            "flip_rate": None,
+            "p_first_sd": None,
+            "n_calls": 1,
+            "cache_hits": 0,
         }
     )
 

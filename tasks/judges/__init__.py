@@ -1,8 +1,15 @@
-"""Judge invocation: the panel over every variant, in batches, one `verdicts` row per call.
+"""Judge invocation: the panel over every variant, one `verdicts` row per judge and unit.
 
 `judge_variants(...)` is the pure function; `coverage(...)` is the honest accounting of what came
 back; `to_canonical(...)` is the one place where a displayed verdict becomes "the correct answer
 won" or not.
+
+A programmatic judge reads each unit directly. An LLM judge goes protocol → requests → call cache →
+backend: the protocol (protocols.py) turns a unit into requests, each keyed by calls.call_key; hits come
+from the cache (cache.py) and never reach the backend; misses go to the backend in chunks of
+`batch_size`, and each finished chunk is committed to the cache before the next starts, so a crash
+loses at most one chunk and a rerun pays only for what was never answered. The backend is created
+only when there is a miss: a warm rerun neither loads a model nor opens a connection.
 """
 
 from __future__ import annotations
@@ -10,19 +17,151 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from judgeops.config import JudgeConfig
-from judgeops.tasks.judges.programmatic import PROGRAMMATIC_JUDGES
+from judgeops.tasks.judges.backends import Backend, JudgeBackendError, get_backend
+from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.calls import Call, Reply, call_key
+from judgeops.tasks.judges.programmatic import judge_unit
+from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
 
-ProgressFn = Callable[[int, int, int], None]  # (calls done, calls total, errors so far)
+__all__ = ["JudgeBackendError", "coverage", "judge_variants", "run_judge", "to_canonical", "units_for"]
+
+ProgressFn = Callable[[int, int, int, int], None]  # (calls done, calls total, errors so far, cache hits)
 
 
 def call_id(judge: JudgeConfig, unit_id: str) -> str:
     key = ":".join([judge.backend, judge.model, judge.protocol, judge.name, unit_id])
     return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def _subset(variants: pd.DataFrame, max_pairs: int | None, seed: str) -> pd.DataFrame:
+    """Every variant of a fixed subset of pairs: the pairs whose hash (with the judge's name) is lowest,
+    so the subset is the same in every run and its calls stay cached. Balanced over error types where
+    the variants carry them."""
+    if max_pairs is None:
+        return variants
+    pair_ids = pd.Series(variants["pair_id"].unique())
+    rank = pair_ids.map(lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
+    chosen = set(pair_ids[rank.argsort().to_numpy()[:max_pairs]])
+    return variants[variants["pair_id"].isin(chosen)]
+
+
+def units_for(variants: pd.DataFrame, question: pd.Series, reference: pd.Series) -> list[Unit]:
+    return [
+        Unit(vid, q, a, b, ref)
+        for vid, q, a, b, ref in zip(
+            variants["variant_id"], question, variants["text_a"], variants["text_b"], reference, strict=True
+        )
+    ]
+
+
+@dataclass
+class JudgedUnit:
+    decision: Decision
+    n_samples: int
+    flip_rate: float | None
+    p_first_sd: float | None
+    latency_ms: float
+    tokens: int | None
+    n_calls: int
+    cache_hits: int
+
+
+def _combine(decisions: list[Decision], replies: list[list[Reply]]) -> JudgedUnit:
+    """Self-consistency: the majority verdict over samples, how often samples left it, their p spread."""
+    flat = [r for rs in replies for r in rs]
+    tokens = [r.tokens for r in flat if r.tokens is not None]
+    usable = [d for d in decisions if d.verdict is not None]
+    if not usable:
+        decision = decisions[0]
+        flip, sd = None, None
+    else:
+        verdicts = [d.verdict for d in usable]
+        top = max(sorted(set(verdicts)), key=verdicts.count)
+        ps = [d.p_first for d in usable if d.p_first is not None]
+        first = next(d for d in usable if d.verdict == top)
+        p_first = float(np.mean(ps)) if ps else None
+        decision = Decision(top, p_first, first.rationale, None)
+        flip = 1 - verdicts.count(top) / len(verdicts)
+        sd = float(np.std(ps)) if len(ps) > 1 else (0.0 if ps else None)
+    return JudgedUnit(
+        decision,
+        len(decisions),
+        flip if len(decisions) > 1 else None,
+        sd if len(decisions) > 1 else None,
+        sum(r.latency_ms for r in flat if not r.cached),
+        sum(tokens) if tokens else None,
+        len(flat),
+        sum(r.cached for r in flat),
+    )
+
+
+def run_judge(
+    judge: JudgeConfig,
+    units: list[Unit],
+    cache: CallCache,
+    chunk_size: int = 64,
+    progress: Callable[[int, int, int], None] | None = None,
+    backend: Backend | None = None,
+) -> dict[str, JudgedUnit]:
+    """An LLM judge over units: every protocol phase, every sample, through the cache.
+
+    Raises JudgeBackendError when the backend gives up (circuit open); what it answered is cached first.
+    `progress(calls answered, cache hits, transport failures)` after each chunk.
+    """
+    protocol = get_protocol(judge.protocol, judge.rationale, judge.decoding.max_tokens)
+    seed = judge.decoding.seed
+    state: dict[tuple[str, int], list[Reply] | None] = {
+        (u.unit_id, s): None for u in units for s in range(judge.samples)
+    }
+    by_id = {u.unit_id: u for u in units}
+    open_ = list(state)
+    answered = hits = failures = 0
+    while open_:
+        calls: list[Call] = []
+        asked: dict[tuple[str, int], list[Call]] = {}
+        for unit_id, s in open_:
+            requests = protocol.requests(by_id[unit_id], state[(unit_id, s)])
+            if requests is None:
+                continue
+            asked[(unit_id, s)] = [
+                Call(
+                    call_key(judge, r, protocol.version, s), unit_id, s, r, None if seed is None else seed + s
+                )
+                for r in requests
+            ]
+            calls.extend(asked[(unit_id, s)])
+        replies = cache.get_many(sorted({c.key for c in calls}))
+        hits += sum(c.key in replies for c in calls)
+        misses = list({c.key: c for c in calls if c.key not in replies}.values())
+        for start in range(0, len(misses), chunk_size):
+            chunk = misses[start : start + chunk_size]
+            backend = backend or get_backend(judge)
+            try:
+                got = backend.complete(chunk)
+            except JudgeBackendError as exc:
+                cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
+                raise
+            cache.put_many(judge.backend, judge.model, got)
+            replies.update(got)
+            answered += len(got)
+            failures += sum(r.transport_failure for r in got.values())
+            if progress:
+                progress(answered, hits, failures)
+        for unit_key, unit_calls in asked.items():
+            state[unit_key] = (state[unit_key] or []) + [replies[c.key] for c in unit_calls]
+        open_ = list(asked)
+    out: dict[str, JudgedUnit] = {}
+    for unit in units:
+        samples = [state[(unit.unit_id, s)] or [] for s in range(judge.samples)]
+        decisions = [protocol.decide(unit, rs) for rs in samples]
+        out[unit.unit_id] = _combine(decisions, samples)
+    return out
 
 
 def judge_variants(
@@ -34,77 +173,121 @@ def judge_variants(
     batch_size: int = 500,
     progress: ProgressFn | None = None,
     external_pairs: pd.DataFrame | None = None,
+    cache_path: str | None = None,
 ) -> pd.DataFrame:
-    """Every judge on every variant. A judge that fails on a call gets a row with the error, never no row."""
+    """Every judge on every variant (or on its `max_pairs` subset). A call that fails gets a row with the
+    error, never no row."""
     context = pairs[["pair_id", "item_id"]].merge(items[["item_id", "question", "gold"]], on="item_id")
     context = context[["pair_id", "question", "gold"]]
     if external_pairs is not None and len(external_pairs):  # published pairs: a question, no reference answer
         published = external_pairs[["pair_id", "question"]].assign(gold="")
         context = pd.concat([context, published], ignore_index=True)
     context = context.set_index("pair_id")
-    question = variants["pair_id"].map(context["question"])
-    reference = variants["pair_id"].map(context["gold"])
-    total = len(variants) * len(judges)
-    rows, done, errors = [], 0, 0
-    for judge in judges:
-        fn = PROGRAMMATIC_JUDGES[judge.model]
-        for start in range(0, len(variants), batch_size):
-            stop = min(start + batch_size, len(variants))
-            for i in range(start, stop):
-                v = variants.iloc[i]
-                t0 = time.perf_counter()
-                try:
-                    out = fn(question.iloc[i], v["text_a"], v["text_b"], reference.iloc[i])
-                    verdict, p_first, rationale, error = out.verdict, out.p_first, out.rationale, None
-                except Exception as exc:  # recorded, counted against coverage, never dropped
-                    verdict, p_first, rationale, error = None, None, None, f"{type(exc).__name__}: {exc}"
-                    errors += 1
+    plan = [(judge, _subset(variants, judge.max_pairs, judge.name)) for judge in judges]
+    total = sum(len(v) for _, v in plan)
+    rows: list[dict] = []
+    done = errors = hits = 0
+    cache = CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j in judges) else None
+    try:
+        for judge, subset in plan:
+            units = units_for(
+                subset, subset["pair_id"].map(context["question"]), subset["pair_id"].map(context["gold"])
+            )
+            if judge.backend == "programmatic":
+                judged = {}
+                for start in range(0, len(units), batch_size):
+                    for unit in units[start : start + batch_size]:
+                        t0 = time.perf_counter()
+                        decision = judge_unit(judge.model, judge.protocol, unit)
+                        ms = (time.perf_counter() - t0) * 1000
+                        judged[unit.unit_id] = JudgedUnit(decision, 1, None, None, ms, None, 1, 0)
+                    done += len(units[start : start + batch_size])
+                    if progress:
+                        progress(done, total, errors, hits)
+            else:
+                if cache is None:
+                    raise ValueError("LLM judges need a call cache (cache_path)")
+                base, n = (done, errors, hits), len(units)
+
+                def tick(answered: int, cached: int, failed: int, base=base, n=n) -> None:
+                    if progress:
+                        progress(
+                            base[0] + min(n, answered + cached), total, base[1] + failed, base[2] + cached
+                        )
+
+                chunk = min(batch_size, max(8, 4 * judge.max_concurrency))  # LLM calls are slow: small chunks
+                judged = run_judge(judge, units, cache, chunk_size=chunk, progress=tick)
+                done += len(units)
+                hits += sum(j.cache_hits for j in judged.values())
+            errors += sum(j.decision.verdict is None for j in judged.values())
+            if judge.backend != "programmatic" and progress:
+                progress(done, total, errors, hits)
+            for unit in units:
+                j = judged[unit.unit_id]
                 rows.append(
                     {
-                        "call_id": call_id(judge, v["variant_id"]),
+                        "call_id": call_id(judge, unit.unit_id),
                         "run_id": run_id,
                         "judge_id": judge.name,
                         "protocol": judge.protocol,
-                        "variant_id": v["variant_id"],
+                        "variant_id": unit.unit_id,
                         "response_id": None,
-                        "verdict": verdict,
-                        "p_first": p_first,
-                        "rationale": rationale,
-                        "latency_ms": (time.perf_counter() - t0) * 1000,
-                        "tokens": None,
-                        "cached": False,
-                        "error": error,
+                        "verdict": j.decision.verdict,
+                        "p_first": j.decision.p_first,
+                        "rationale": j.decision.rationale,
+                        "latency_ms": j.latency_ms,
+                        "tokens": j.tokens,
+                        "cached": j.n_calls > 0
+                        and j.cache_hits == j.n_calls
+                        and judge.backend != "programmatic",
+                        "error": j.decision.error,
+                        "n_samples": j.n_samples,
+                        "flip_rate": j.flip_rate,
+                        "p_first_sd": j.p_first_sd,
+                        "n_calls": j.n_calls,
+                        "cache_hits": j.cache_hits,
                     }
                 )
-            done += stop - start
-            if progress:
-                progress(done, total, errors)
-    return pd.DataFrame(rows)
+    finally:
+        if cache is not None:
+            cache.close()
+    out = pd.DataFrame(rows)
+    for col in ("p_first", "flip_rate", "p_first_sd"):
+        out[col] = out[col].astype(float)
+    return out
 
 
-def coverage(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
-    """Per judge: calls expected (every variant), verdicts usable, ties, unparsable outputs, errors.
+def transport_failures(verdicts: pd.DataFrame) -> int:
+    """Rows whose call never got an answer (timeouts, 5xx, refused connections): not cached, retried on rerun."""
+    return int(verdicts["error"].fillna("").str.startswith("transport").sum())
+
+
+def coverage(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[JudgeConfig]) -> pd.DataFrame:
+    """Per judge: calls expected (every variant, or its max_pairs subset), verdicts usable, ties,
+    unparsable outputs, errors, backend calls made and cache hits.
 
     A missing row counts as an error: nothing is lost silently.
     """
     rows = []
-    n_expected = len(variants)
     for judge in judges:
-        v = verdicts[verdicts["judge_id"] == judge]
-        v = v[v["variant_id"].isin(variants["variant_id"])]
+        expected = _subset(variants, judge.max_pairs, judge.name)["variant_id"]
+        n_expected = len(expected)
+        v = verdicts[(verdicts["judge_id"] == judge.name) & verdicts["variant_id"].isin(expected)]
         answered = int(v["verdict"].isin(["A", "B"]).sum())
         tie = int((v["verdict"] == "tie").sum())
         unparsable = int((v["verdict"].isna() & v["error"].fillna("").str.startswith("unparsable")).sum())
         error = int((v["verdict"].isna()).sum()) - unparsable + (n_expected - v["variant_id"].nunique())
         rows.append(
             {
-                "judge_id": judge,
+                "judge_id": judge.name,
                 "n_expected": n_expected,
                 "n_answered": answered,
                 "n_tie": tie,
                 "n_unparsable": unparsable,
                 "n_error": error,
                 "coverage": answered / n_expected if n_expected else 0.0,
+                "n_calls": int(v["n_calls"].sum()),
+                "cache_hits": int(v["cache_hits"].sum()),
             }
         )
     return pd.DataFrame(rows)

@@ -15,6 +15,9 @@ others, and where the texts give it nothing to go on it falls back to a document
 |                     |                                         | the first shown when lengths are equal     |
 | hedge_preference    | hedges vs absolute words                | prefers cautious wording; first shown on   |
 |                     |                                         | a tie                                      |
+
+Under the pointwise protocol each answer is scored alone (`SCORES`) and the higher score wins; equal
+scores are a tie (no first-shown default: an answer judged alone has no position).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from judgeops.tasks.judges.protocols import Decision
 
 
 @dataclass(frozen=True)
@@ -136,11 +141,12 @@ def length_preference(question: str, text_a: str, text_b: str, reference: str) -
     )
 
 
-def hedge_preference(question: str, text_a: str, text_b: str, reference: str) -> PairwiseVerdict:
-    def caution(text: str) -> int:
-        return len(_HEDGES.findall(text)) - len(_ABSOLUTES.findall(text))
+def _caution(text: str) -> int:
+    return len(_HEDGES.findall(text)) - len(_ABSOLUTES.findall(text))
 
-    ca, cb = caution(text_a), caution(text_b)
+
+def hedge_preference(question: str, text_a: str, text_b: str, reference: str) -> PairwiseVerdict:
+    ca, cb = _caution(text_a), _caution(text_b)
     if ca == cb:
         return PairwiseVerdict("A", 0.55, "equally cautious; defaulting to the first answer")
     return _pick(
@@ -155,3 +161,34 @@ PROGRAMMATIC_JUDGES: dict[str, JudgeFn] = {
     "hedge_preference": hedge_preference,
 }
 REFERENCE_GUIDED = {"reference_match"}
+
+
+ScoreFn = Callable[[str, str, str], float]
+SCORES: dict[str, ScoreFn] = {  # (question, answer, reference) -> how good the answer looks alone
+    "reference_match": lambda q, text, ref: float(claim_matches(final_claim(text), ref)),
+    "numeric_consistency": lambda q, text, ref: -float(len(consistency_errors(text))),
+    "length_preference": lambda q, text, ref: float(len(text)),
+    "hedge_preference": lambda q, text, ref: float(_caution(text)),
+}
+
+
+def judge_unit(model: str, protocol: str, unit) -> Decision:
+    """A programmatic judge's decision on one protocols.Unit; an exception becomes an error, never a gap."""
+    try:
+        if protocol == "pointwise":
+            score = SCORES[model]
+            s_a, s_b = (
+                score(unit.question, unit.first, unit.reference),
+                score(unit.question, unit.second, unit.reference),
+            )
+            out = _pick(
+                s_a,
+                s_b,
+                f"answer A scores {s_a:g} alone, B {s_b:g}",
+                f"answer B scores {s_b:g} alone, A {s_a:g}",
+            )
+        else:
+            out = PROGRAMMATIC_JUDGES[model](unit.question, unit.first, unit.second, unit.reference)
+    except Exception as exc:  # recorded, counted against coverage
+        return Decision(None, None, None, f"{type(exc).__name__}: {exc}")
+    return Decision(out.verdict, out.p_first, out.rationale)

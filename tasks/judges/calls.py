@@ -1,0 +1,73 @@
+"""What a protocol asks a backend (Request) and what comes back (Reply), and the call-cache key.
+
+A Request is backend-neutral: a user prompt (the system prompt is prompts.SYSTEM), how many tokens may
+be generated, and the `choices` whose probabilities at the first generated position the protocol reads
+(verdict letters, yes/no). A backend that exposes probabilities fills `Reply.probs`; a backend that
+only returns text leaves it empty and the protocol parses the text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.prompts import PROMPT_VERSION, SYSTEM
+
+
+@dataclass(frozen=True)
+class Request:
+    prompt: str
+    max_tokens: int
+    choices: tuple[str, ...] = ()
+
+
+@dataclass
+class Reply:
+    text: str | None = None
+    probs: dict[str, float] | None = None  # choice -> probability at the first generated position
+    tokens: int | None = None  # prompt + completion tokens, as the backend counted them
+    latency_ms: float = 0.0
+    raw: str | None = None  # the backend's response body (cached, for audits)
+    error: str | None = None  # "transport: ..." (never cached) or "unparsable: ..." (cached)
+    cached: bool = False
+
+    @property
+    def transport_failure(self) -> bool:
+        return self.error is not None and self.error.startswith("transport")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request of one judge for one unit and sample: what is cached and what is sent."""
+
+    key: str
+    unit_id: str
+    sample: int
+    request: Request
+    seed: int | None = field(default=None)
+
+
+def call_key(judge: JudgeConfig, request: Request, protocol_version: str, sample: int) -> str:
+    """sha256 of (backend, model, prompts, decoding params, protocol + prompt version, sample index).
+
+    Never the judge's name, its endpoint or its API key: renaming a judge or moving the server does
+    not pay for the same call again, and no secret can reach the cache.
+    """
+    d = judge.decoding
+    payload = {
+        "backend": judge.backend,
+        "model": judge.model,
+        "system": SYSTEM,
+        "prompt": request.prompt,
+        "max_tokens": request.max_tokens,
+        "choices": list(request.choices),
+        "temperature": d.temperature,
+        "top_logprobs": d.top_logprobs,
+        "seed": None if d.seed is None else d.seed + sample,
+        "protocol": protocol_version,
+        "prompts": PROMPT_VERSION,
+        "sample": sample,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

@@ -1,0 +1,197 @@
+"""Judge protocols: which requests a unit needs, and how the replies become one display-frame verdict.
+
+| protocol          | requests per unit                          | verdict and p_first                               |
+|-------------------|--------------------------------------------|---------------------------------------------------|
+| pairwise          | 1: both answers, "A or B"                  | the letter; p_first = P(A) / (P(A) + P(B))        |
+| pointwise         | 2: each answer alone, "yes or no"          | the answer more likely correct; see `_two_alone`  |
+| score_then_choose | 1: both answers, "A: <1-10>, B: <1-10>"    | the higher score; p_first = logistic(sA − sB)     |
+| blind_reference   | 1 + 2: solve blind, then check each answer | as pointwise, each check against the own solution |
+|                   | alone against that solution (ALGORITHMS §7)|                                                   |
+
+Probabilities come from the backend's next-token probabilities of the choice tokens where it gives
+them; otherwise from the parsed text (1 or 0). Output that names no choice is `unparsable`: recorded,
+counted as an error for accuracy and against coverage. Pointwise and blind checks see one answer at
+a time, so they are symmetric in the candidates by construction; pairwise and score-then-choose are
+not, which is exactly what C7 measures.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from judgeops.tasks.judges import prompts
+from judgeops.tasks.judges.calls import Reply, Request
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One thing to judge, in the display frame: `first` is shown as A, `second` as B."""
+
+    unit_id: str
+    question: str
+    first: str
+    second: str
+    reference: str = ""  # the gold answer: only reference-guided programmatic judges read it
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str | None  # "A", "B", "tie"; None when the call failed or the output was unparsable
+    p_first: float | None
+    rationale: str | None = None
+    error: str | None = None
+
+
+_LETTER = re.compile(r"^\W*(?:answer\s*)?\b([AB])\b", re.I)
+_WORD = re.compile(r"^\W*(yes|no)\b", re.I)
+_SCORES = re.compile(r"A\W{0,3}[:=]\s*(\d+(?:\.\d+)?).{0,40}?B\W{0,3}[:=]\s*(\d+(?:\.\d+)?)", re.I | re.S)
+
+
+def _failed(replies: list[Reply]) -> Decision | None:
+    for reply in replies:
+        if reply.error:
+            return Decision(None, None, None, reply.error)
+    return None
+
+
+def _share(probs: dict[str, float] | None, yes: str, no: str) -> float | None:
+    if not probs:
+        return None
+    p, q = probs.get(yes, 0.0), probs.get(no, 0.0)
+    return p / (p + q) if p + q > 0 else None
+
+
+def _by_p(p_first: float) -> str:
+    return "A" if p_first > 0.5 else "B" if p_first < 0.5 else "tie"
+
+
+class Pairwise:
+    name, version = "pairwise", "pairwise-1"
+
+    def __init__(self, rationale: bool = False, max_tokens: int | None = None):
+        self.rationale = rationale
+        self.max_tokens = max_tokens or (60 if rationale else 1)
+
+    def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
+        if previous is not None:
+            return None
+        prompt = prompts.pairwise(unit.question, unit.first, unit.second, self.rationale)
+        return [Request(prompt, self.max_tokens, ("A", "B"))]
+
+    def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
+        if failed := _failed(replies):
+            return failed
+        reply = replies[0]
+        p_first = _share(reply.probs, "A", "B")
+        letter = _LETTER.match(reply.text or "")
+        if letter:
+            verdict = letter.group(1).upper()
+            p_first = p_first if p_first is not None else float(verdict == "A")
+        elif p_first is not None and not (reply.text or "").strip():
+            verdict = _by_p(p_first)  # probabilities only (a one-token read, no text asked for)
+        else:
+            return Decision(None, None, None, f"unparsable: {(reply.text or '')[:80]!r}")
+        rationale = None
+        if self.rationale and reply.text:
+            rationale = reply.text[letter.end() :].strip(" .:\n") if letter else reply.text.strip()
+        return Decision(verdict, p_first, rationale or None)
+
+
+def _p_yes(reply: Reply) -> float | None:
+    p = _share(reply.probs, "yes", "no")
+    if p is not None:
+        return p
+    word = _WORD.match(reply.text or "")
+    return None if word is None else float(word.group(1).lower() == "yes")
+
+
+def _two_alone(p_a: float, p_b: float) -> Decision:
+    """Each answer judged alone: P(first correct and second not | exactly one correct) as p_first."""
+    num, den = p_a * (1 - p_b), p_a * (1 - p_b) + p_b * (1 - p_a)
+    p_first = num / den if den > 0 else 0.5
+    return Decision(_by_p(p_first), p_first, f"P(correct): A {p_a:.3f}, B {p_b:.3f}")
+
+
+class Pointwise:
+    name, version = "pointwise", "pointwise-1"
+
+    def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
+        if previous is not None:
+            return None
+        return [
+            Request(prompts.pointwise(unit.question, text), 1, ("yes", "no"))
+            for text in (unit.first, unit.second)
+        ]
+
+    def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
+        if failed := _failed(replies):
+            return failed
+        p_a, p_b = _p_yes(replies[0]), _p_yes(replies[1])
+        if p_a is None or p_b is None:
+            bad = replies[0] if p_a is None else replies[1]
+            return Decision(None, None, None, f"unparsable: {(bad.text or '')[:80]!r}")
+        return _two_alone(p_a, p_b)
+
+
+class ScoreThenChoose:
+    name, version = "score_then_choose", "score_then_choose-1"
+
+    def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
+        if previous is not None:
+            return None
+        return [Request(prompts.score_both(unit.question, unit.first, unit.second), 16)]
+
+    def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
+        if failed := _failed(replies):
+            return failed
+        scores = _SCORES.search(replies[0].text or "")
+        if not scores:
+            return Decision(None, None, None, f"unparsable: {(replies[0].text or '')[:80]!r}")
+        s_a, s_b = float(scores.group(1)), float(scores.group(2))
+        p_first = 1 / (1 + math.exp(-(s_a - s_b)))
+        return Decision(_by_p(p_first), p_first, f"scores: A {s_a:g}, B {s_b:g}")
+
+
+class BlindReference:
+    """Solve the question without seeing the candidates, then check each candidate alone against it."""
+
+    name, version = "blind_reference", "blind_reference-1"
+
+    def __init__(self, max_tokens: int | None = None):
+        self.solve_tokens = max_tokens or 96
+
+    def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
+        if previous is None:
+            return [Request(prompts.solve(unit.question), self.solve_tokens)]
+        if len(previous) > 1 or previous[0].error:
+            return None
+        own = (previous[0].text or "").strip()
+        return [
+            Request(prompts.pointwise(unit.question, text, own_solution=own), 1, ("yes", "no"))
+            for text in (unit.first, unit.second)
+        ]
+
+    def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
+        if failed := _failed(replies):
+            return failed
+        p_a, p_b = _p_yes(replies[1]), _p_yes(replies[2])
+        if p_a is None or p_b is None:
+            bad = replies[1] if p_a is None else replies[2]
+            return Decision(None, None, None, f"unparsable: {(bad.text or '')[:80]!r}")
+        decision = _two_alone(p_a, p_b)
+        solution = (replies[0].text or "").strip().replace("\n", " ")[:160]
+        return Decision(decision.verdict, decision.p_first, f"own solution: {solution}; {decision.rationale}")
+
+
+def get_protocol(name: str, rationale: bool = False, max_tokens: int | None = None):
+    if name == "pairwise":
+        return Pairwise(rationale, max_tokens)
+    if name == "pointwise":
+        return Pointwise()
+    if name == "score_then_choose":
+        return ScoreThenChoose()
+    if name == "blind_reference":
+        return BlindReference(max_tokens)
+    raise ValueError(f"unknown protocol {name!r}")

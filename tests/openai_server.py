@@ -1,0 +1,143 @@
+"""A small real HTTP server speaking the OpenAI chat-completions protocol, for the backend's fault tests.
+
+Run as a process: `python tests/openai_server.py --log FILE [faults]`; it prints `PORT <n>` when ready.
+Behind it is a deterministic judge (judgeops' numeric_consistency check on the fenced answers), so
+verdicts are real readings of the texts. Faults, each a flag:
+
+  --die-after N        answer N requests, then exit the process (a server killed mid-run)
+  --rate-limit K       answer the first K requests with 429 and `Retry-After: <--retry-after>`
+  --malformed-marker S answer prompts containing S with a body that is not JSON
+  --empty-marker S     answer prompts containing S with `"choices": []`
+
+Every answered request is appended to the --log file as one JSON line (sha256 of the prompt, the
+prompt's first characters, the status, the Authorization header's presence), like an access log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from judgeops.tasks.judges.programmatic import consistency_errors
+
+_FENCE = re.compile(r"<<<(ANSWER_A|ANSWER_B|ANSWER|SOLUTION|QUESTION)\n(.*?)\n\1>>>", re.S)
+
+
+def answer(prompt: str) -> tuple[str, dict[str, float]]:
+    """The server's judge: (text, probabilities of the first token's alternatives)."""
+    parts = dict(_FENCE.findall(prompt))
+    if "A: <score>" in prompt:
+        a, b = (len(consistency_errors(parts.get(k, ""))) for k in ("ANSWER_A", "ANSWER_B"))
+        return f"A: {8 - 3 * min(a, 2)}, B: {8 - 3 * min(b, 2)}", {"A": 0.99}
+    if "yes or no" in prompt:
+        ok = not consistency_errors(parts.get("ANSWER", ""))
+        return ("yes" if ok else "no"), ({"yes": 0.8, "no": 0.2} if ok else {"yes": 0.3, "no": 0.7})
+    if "A or B" in prompt:
+        a, b = (len(consistency_errors(parts.get(k, ""))) for k in ("ANSWER_A", "ANSWER_B"))
+        first = a <= b
+        return ("A" if first else "B"), ({"A": 0.7, "B": 0.3} if first else {"A": 0.25, "B": 0.75})
+    return "Working it out: the answer is 42.", {"Working": 0.9}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "judgeops-test-openai/1"
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        srv: Server = self.server  # type: ignore[assignment]
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        prompt = body["messages"][-1]["content"]
+        with srv.lock:
+            srv.seen += 1
+            seen = srv.seen
+        if seen <= srv.opts.rate_limit:
+            return self._send(
+                429, b'{"error": "slow down"}', {"Retry-After": str(srv.opts.retry_after)}, prompt
+            )
+        if srv.opts.malformed_marker and srv.opts.malformed_marker in prompt:
+            return self._send(200, b'{"id": "x", "choices": [', {}, prompt)
+        if srv.opts.empty_marker and srv.opts.empty_marker in prompt:
+            return self._send(200, json.dumps({"id": "x", "choices": []}).encode(), {}, prompt)
+        text, probs = answer(prompt)
+        top = [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in probs.items()]
+        k = body.get("top_logprobs") or 0
+        content = {
+            "id": f"chatcmpl-{seen}",
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "logprobs": {
+                        "content": [
+                            {"token": text.split()[0], "logprob": top[0]["logprob"], "top_logprobs": top[:k]}
+                        ]
+                    }
+                    if body.get("logprobs")
+                    else None,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(prompt) // 4,
+                "completion_tokens": 1,
+                "total_tokens": len(prompt) // 4 + 1,
+            },
+        }
+        self._send(200, json.dumps(content).encode(), {}, prompt)
+        if srv.opts.die_after and seen >= srv.opts.die_after:
+            os._exit(3)  # killed mid-run: no clean shutdown, connections in flight are dropped
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str], prompt: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+        srv: Server = self.server  # type: ignore[assignment]
+        entry = {
+            "sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+            "prompt": prompt[:60],
+            "status": status,
+            "authorized": "authorization" in {h.lower() for h in self.headers},
+        }
+        with srv.lock, open(srv.opts.log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, opts: argparse.Namespace):
+        super().__init__(("127.0.0.1", opts.port), Handler)
+        self.opts, self.seen, self.lock = opts, 0, threading.Lock()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--die-after", type=int, default=0)
+    parser.add_argument("--rate-limit", type=int, default=0)
+    parser.add_argument("--retry-after", type=float, default=1)
+    parser.add_argument("--malformed-marker", default="")
+    parser.add_argument("--empty-marker", default="")
+    server = Server(parser.parse_args())
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""The OpenAI-compatible backend against a real HTTP server (tests/openai_server.py), with its faults;
+the call cache; every protocol; candidate symmetry through the protocol layer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from judgeops.config import BankSource, ConstructionConfig, JudgeConfig
+from judgeops.tasks.construct import construct
+from judgeops.tasks.ingest import ingest_items
+from judgeops.tasks.judges import JudgeBackendError, coverage, judge_variants, run_judge
+from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.calls import Call, Reply
+from judgeops.tasks.judges.protocols import Unit
+from tests.openai_server import answer
+
+SERVER = Path(__file__).with_name("openai_server.py")
+
+
+class Server:
+    def __init__(self, log: Path, *flags: str):
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "--log", str(log), *flags], stdout=subprocess.PIPE, text=True
+        )
+        line = self.proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
+
+    def entries(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    started: list[Server] = []
+
+    def start(*flags: str) -> Server:
+        started.append(Server(tmp_path / "requests.jsonl", *flags))
+        return started[-1]
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def built():
+    items = ingest_items([BankSource(n_items=12, seed=3)]).items
+    return items, construct(items, ConstructionConfig())
+
+
+def http_judge(url: str, **kw) -> JudgeConfig:
+    fields = {"name": "http", "backend": "openai", "model": "test-model", "base_url": url, "max_retries": 2}
+    return JudgeConfig(**{**fields, **kw})
+
+
+def judge_all(built, judge, cache_path, batch_size=500):
+    items, b = built
+    return judge_variants(
+        b["variants"], b["pairs"], items, [judge], "r", batch_size, cache_path=str(cache_path)
+    )
+
+
+@pytest.mark.parametrize("protocol", ["pairwise", "pointwise", "score_then_choose", "blind_reference"])
+def test_every_protocol_over_http_and_a_warm_rerun_makes_no_request(
+    server_factory, built, tmp_path, protocol
+):
+    server = server_factory()
+    judge = http_judge(server.url, protocol=protocol, max_concurrency=8)
+    cold = judge_all(built, judge, tmp_path / "cache.sqlite")
+    n = len(built[1]["variants"])
+    assert len(cold) == n and cold["error"].isna().all() and cold["verdict"].isin(["A", "B", "tie"]).all()
+    assert not cold["cached"].any()
+    calls_per_unit = {"pairwise": 1, "pointwise": 2, "score_then_choose": 1, "blind_reference": 3}[protocol]
+    assert (cold["n_calls"] == calls_per_unit).all()
+    sent = len(server.entries())
+    assert 0 < sent <= n * calls_per_unit  # identical requests (a repeated answer) are sent once
+    warm = judge_all(built, judge, tmp_path / "cache.sqlite")
+    assert len(server.entries()) == sent  # zero backend calls
+    assert warm["cached"].all() and (warm["cache_hits"] == warm["n_calls"]).all()
+    pd.testing.assert_series_equal(warm["verdict"], cold["verdict"])
+    if protocol == "pairwise":  # p_first from top_logprobs: 0.7/(0.7+0.3) or 0.25/(0.25+0.75)
+        assert set(cold["p_first"].round(6)) <= {0.7, 0.25}
+    if protocol == "blind_reference":
+        assert cold["rationale"].str.startswith("own solution: Working it out").all()
+
+
+def test_server_killed_mid_run_stops_clearly_and_the_rerun_repeats_no_prompt(server_factory, built, tmp_path):
+    first = server_factory("--die-after", "25")
+    judge = http_judge(first.url, max_concurrency=4, breaker_failures=3, max_retries=1, timeout_s=5)
+    with pytest.raises(JudgeBackendError, match=r"calls in a row failed .*rerun to resume"):
+        judge_all(built, judge, tmp_path / "cache.sqlite", batch_size=10)
+    assert first.proc.wait(timeout=10) == 3  # the server really died
+    answered = [e["sha256"] for e in first.entries() if e["status"] == 200]
+    assert len(answered) == 25
+    with CallCache(tmp_path / "cache.sqlite") as cache:
+        assert sum(s["calls"] for s in cache.stats()) == 25  # every answer it gave was kept
+    second = server_factory()
+    verdicts = judge_all(built, http_judge(second.url), tmp_path / "cache.sqlite")
+    assert verdicts["error"].isna().all() and len(verdicts) == len(built[1]["variants"])
+    all_answered = [e["sha256"] for e in second.entries() if e["status"] == 200]
+    assert len(all_answered) == len(set(all_answered))  # zero repeated prompts across both servers
+    assert verdicts["cache_hits"].sum() == 25
+
+
+def test_429_with_retry_after_waits_and_completes(server_factory, built, tmp_path):
+    server = server_factory("--rate-limit", "2", "--retry-after", "1.5")
+    judge = http_judge(server.url, max_concurrency=1, max_retries=3)
+    items, b = built
+    few = b["variants"].head(3)
+    t0 = time.perf_counter()
+    verdicts = judge_variants(few, b["pairs"], items, [judge], "r", cache_path=str(tmp_path / "c.sqlite"))
+    elapsed = time.perf_counter() - t0
+    assert verdicts["error"].isna().all()
+    statuses = [e["status"] for e in server.entries()]
+    assert statuses[:2] == [429, 429] and statuses.count(200) == 3
+    assert elapsed >= 3.0  # two waits of Retry-After: 1.5 s
+
+
+def test_malformed_json_and_empty_choices_are_unparsable_and_counted(server_factory, built, tmp_path):
+    items, b = built
+    variants = b["variants"]
+    marked = variants["text_a"].str.contains("answer is", regex=False)
+    assert marked.any()
+    server = server_factory("--malformed-marker", "It ", "--empty-marker", "The ")
+    judge = http_judge(server.url)
+    verdicts = judge_all(built, judge, tmp_path / "cache.sqlite")
+    bad = verdicts["error"].notna()
+    assert bad.any() and verdicts.loc[bad, "error"].str.startswith("unparsable: not a chat completion").all()
+    assert verdicts.loc[bad, "verdict"].isna().all()
+    cov = coverage(verdicts, variants, [judge]).iloc[0]
+    assert cov["n_unparsable"] == bad.sum() and cov["n_answered"] == len(variants) - bad.sum()
+    assert cov["coverage"] < 1
+    # unparsable replies were paid for: cached (with the raw body), so a rerun sends nothing again
+    sent = len(server.entries())
+    judge_all(built, judge, tmp_path / "cache.sqlite")
+    assert len(server.entries()) == sent
+
+
+def test_a_refused_connection_is_not_cached_and_is_retried(built, tmp_path):
+    judge = http_judge("http://127.0.0.1:9/v1", max_retries=0, breaker_failures=1000)
+    items, b = built
+    few = b["variants"].head(4)
+    verdicts = judge_variants(few, b["pairs"], items, [judge], "r", cache_path=str(tmp_path / "c.sqlite"))
+    assert verdicts["error"].str.startswith("transport: ConnectError").all()
+    with CallCache(tmp_path / "c.sqlite") as cache:
+        assert cache.stats() == []
+
+
+def test_the_api_key_goes_in_the_header_only(server_factory, built, tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGEOPS_TEST_KEY", "sk-canary-1234")
+    server = server_factory()
+    judge = http_judge(server.url, api_key_env="JUDGEOPS_TEST_KEY")
+    items, b = built
+    judge_variants(
+        b["variants"].head(2), b["pairs"], items, [judge], "r", cache_path=str(tmp_path / "c.sqlite")
+    )
+    assert all(e["authorized"] for e in server.entries())
+    assert b"sk-canary-1234" not in (tmp_path / "c.sqlite").read_bytes()
+    monkeypatch.delenv("JUDGEOPS_TEST_KEY")
+    with pytest.raises(JudgeBackendError, match="JUDGEOPS_TEST_KEY is not set"):
+        judge_variants(
+            b["variants"].tail(2), b["pairs"], items, [judge], "r", cache_path=str(tmp_path / "d.sqlite")
+        )
+
+
+class InProcessServerJudge:
+    """The test server's judge without HTTP: for the property test of the protocol layer."""
+
+    def complete(self, calls: list[Call]) -> dict[str, Reply]:
+        out = {}
+        for call in calls:
+            text, probs = answer(call.request.prompt)
+            wanted = {c: probs.get(c, 0.0) for c in call.request.choices} if call.request.choices else None
+            out[call.key] = Reply(text=text, probs=wanted)
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+_sentence = st.sampled_from(
+    [
+        "It sells 12 × 4 = 48 rolls.",
+        "It sells 12 × 4 = 46 rolls.",
+        "Since 10 is more than 1, fine.",
+        "Since 1 is more than 10, fine.",
+        "The answer is 480.",
+        "It usually works.",
+    ]
+)
+_answer = st.lists(_sentence, min_size=1, max_size=3).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_answer, _answer, st.sampled_from(["pairwise", "pointwise", "score_then_choose", "blind_reference"]))
+def test_candidate_symmetry_for_every_protocol(tmp_path, a, b, protocol):
+    """Swapping the candidates swaps the verdict's position and mirrors p_first, whenever the judge
+    decides on content (the server's judge defaults to A only when both answers are equally wrong)."""
+    judge = JudgeConfig(name="s", backend="openai", model="m", base_url="http://unused/v1", protocol=protocol)
+    units = [Unit("fwd", "q", a, b), Unit("bwd", "q", b, a)]
+    with CallCache(tmp_path / f"{protocol}.sqlite") as cache:
+        out = run_judge(judge, units, cache, backend=InProcessServerJudge())
+    fwd, bwd = out["fwd"].decision, out["bwd"].decision
+    if protocol == "pairwise" and fwd.verdict == bwd.verdict == "A":
+        return  # the position default on equal evidence: what C7 measures, not hidden here
+    swap = {"A": "B", "B": "A", "tie": "tie"}
+    assert bwd.verdict == swap[fwd.verdict]
+    if protocol != "pairwise":  # the pairwise server judge's probabilities are fixed per verdict
+        assert abs(fwd.p_first - (1 - bwd.p_first)) < 1e-9
