@@ -1,4 +1,5 @@
-"""The `judgeops` command line: run, report, store ls/show, config, deploy, server, backfill."""
+"""The `judgeops` command line: run, ingest, report, store ls/show, cache stats/prune, config, deploy, server,
+backfill."""
 
 from __future__ import annotations
 
@@ -60,8 +61,9 @@ def _stopping_errors() -> tuple[type[Exception], ...]:
     from judgeops.data_contracts import ContractViolation
     from judgeops.schemas.store import StoreError
     from judgeops.tasks.ingest import IngestError
+    from judgeops.tasks.judges.backends import JudgeBackendError
 
-    return ContractViolation, IngestError, StoreError
+    return ContractViolation, IngestError, StoreError, JudgeBackendError
 
 
 def cmd_run(args) -> int:
@@ -207,6 +209,45 @@ def cmd_store_show(args) -> int:
         df = store.read_pandas(args.name)
         with_pd_options = df.head(args.rows).to_string(max_colwidth=60)
         console.print(with_pd_options, highlight=False)
+    return 0
+
+
+def _cache(args):
+    from judgeops.tasks.judges.cache import CallCache
+
+    path = Path(args.path or load_config(args.config).cache.path)
+    if not path.exists():
+        raise SystemExit(f"no judge-call cache at {path}")
+    return CallCache(path)
+
+
+def cmd_cache_stats(args) -> int:
+    with _cache(args) as cache:
+        rows = cache.stats()
+        size = sum(f.stat().st_size for f in cache.path.parent.glob(cache.path.name + "*"))  # + WAL
+        table = Table(title=f"judge-call cache {cache.path} ({size / 1e6:.1f} MB)")
+        for col in ("backend", "model", "calls", "unparsable", "tokens", "oldest", "newest"):
+            table.add_column(col)
+        for r in rows:
+            table.add_row(
+                *(
+                    str(r[c])
+                    for c in ("backend", "model", "calls", "unparsable", "tokens", "oldest", "newest")
+                )
+            )
+        console.print(table)
+    return 0
+
+
+def cmd_cache_prune(args) -> int:
+    if args.older_than is None and args.model is None and not args.unparsable and not args.all:
+        _error(
+            "judgeops cache prune: say what to delete: --older-than DAYS, --model NAME, --unparsable or --all"
+        )
+        return 2
+    with _cache(args) as cache:
+        n = cache.prune(args.older_than, args.model, args.unparsable)
+    print(f"deleted {n} cached calls (they will be paid for again if asked)")
     return 0
 
 
@@ -375,6 +416,20 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--run", help="run id (default: the latest run)")
     show.add_argument("--rows", type=int, default=5)
     show.set_defaults(fn=cmd_store_show)
+
+    cache = sub.add_parser("cache", help="the judge-call cache").add_subparsers(
+        dest="cache_command", required=True
+    )
+    stats = cache.add_parser("stats", help="cached calls per backend and model")
+    stats.add_argument("--path", help="the cache file (default: cache.path of the config)")
+    stats.set_defaults(fn=cmd_cache_stats)
+    prune = cache.add_parser("prune", help="delete cached calls (filters combine)")
+    prune.add_argument("--path", help="the cache file (default: cache.path of the config)")
+    prune.add_argument("--older-than", type=float, metavar="DAYS", help="entries older than this many days")
+    prune.add_argument("--model", help="entries of this model")
+    prune.add_argument("--unparsable", action="store_true", help="entries whose output could not be parsed")
+    prune.add_argument("--all", action="store_true", help="every entry")
+    prune.set_defaults(fn=cmd_cache_prune)
 
     sub.add_parser("config", help="print the effective configuration as YAML").set_defaults(fn=cmd_config)
     sub.add_parser("deploy", help="register the deployments of deploy/prefect.yaml").set_defaults(

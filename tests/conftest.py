@@ -18,18 +18,25 @@ os.environ.pop("PREFECT_API_URL", None)
 
 import pytest  # noqa: E402
 
-from judgeops.config import BankSource, EvaluateConfig, ProfileConfig, StoreConfig  # noqa: E402
+from judgeops.config import BankSource, CacheConfig, EvaluateConfig, ProfileConfig, StoreConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 def small_config(store_url: str, n_items: int = 48) -> EvaluateConfig:
-    """A fast configuration for flow tests: every stage runs, on a few dozen items."""
+    """A fast configuration for flow tests: every stage runs, on a few dozen items, with the default
+    panel (SmolLM2 on 2 pairs) and the call cache beside the store."""
+    default = EvaluateConfig()
+    judges = [
+        j if j.backend == "programmatic" else j.model_copy(update={"max_pairs": 2}) for j in default.judges
+    ]
     return EvaluateConfig(
         sources=[BankSource(n_items=n_items, seed=1)],
+        judges=judges,
         profile=ProfileConfig(n_bootstrap=200),
         store=StoreConfig(url=store_url),
+        cache=CacheConfig(path=str(Path(store_url).parent / "calls.sqlite")),
     )
 
 

@@ -21,8 +21,11 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from judgeops.tasks.judges.programmatic import consistency_errors
 
@@ -123,6 +126,31 @@ class Server(ThreadingHTTPServer):
     def __init__(self, opts: argparse.Namespace):
         super().__init__(("127.0.0.1", opts.port), Handler)
         self.opts, self.seen, self.lock = opts, 0, threading.Lock()
+
+
+class ServerProcess:
+    """This server in a child process (for tests): `.url`, `.entries()` (the request log), `.stop()`."""
+
+    def __init__(self, log: Path, *flags: str):
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__)), "--log", str(log), *flags],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
+
+    def entries(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
 
 
 def main() -> None:

@@ -3,11 +3,7 @@ the call cache; every protocol; candidate symmetry through the protocol layer.""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -21,38 +17,15 @@ from judgeops.tasks.judges import JudgeBackendError, coverage, judge_variants, r
 from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Call, Reply
 from judgeops.tasks.judges.protocols import Unit
-from tests.openai_server import answer
-
-SERVER = Path(__file__).with_name("openai_server.py")
-
-
-class Server:
-    def __init__(self, log: Path, *flags: str):
-        self.log = log
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--log", str(log), *flags], stdout=subprocess.PIPE, text=True
-        )
-        line = self.proc.stdout.readline()
-        assert line.startswith("PORT "), line
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
-
-    def entries(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+from tests.openai_server import ServerProcess, answer
 
 
 @pytest.fixture
 def server_factory(tmp_path):
-    started: list[Server] = []
+    started: list[ServerProcess] = []
 
-    def start(*flags: str) -> Server:
-        started.append(Server(tmp_path / "requests.jsonl", *flags))
+    def start(*flags: str) -> ServerProcess:
+        started.append(ServerProcess(tmp_path / "requests.jsonl", *flags))
         return started[-1]
 
     yield start
