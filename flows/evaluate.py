@@ -71,7 +71,7 @@ def evaluate(
         ingest_summary_stage(store, ingested)
         items = {"items": ingested["items"]}
         published = {"external_pairs": ingested["external_pairs"]} if "external_pairs" in ingested else {}
-        built = construct_stage(store, {**items, **published}, config.construction, reuse)
+        built = construct_stage(store, {**items, **published}, config.construction, reuse, config.cache.path)
         verdicts = judge_stage(
             store,
             {**items, **published, **built},

@@ -147,6 +147,7 @@ def cmd_report(args) -> int:
         run_id=run_id,
         title=f"judgeops evaluation, {record.get('as_of', '')}",
         artifacts=store.list_artifacts(),
+        judges=record.get("config", {}).get("judges", []),
     )
     ref = store.write_file("report.html", html.encode(), parents={n: store.ref(n) for n in names})
     print(f"report: {store.display_path(ref.path)}")

@@ -140,6 +140,19 @@ class ConstructionConfig(_Strict):
         False,
         description="also build the Hard-Constructed subset (subtler edits; profiled as judgereva-hard)",
     )
+    generator: Literal["rules", "llm"] = Field(
+        "rules",
+        description="who plants the errors: the rule-based operators, or an LLM (tried first, rules fill in)",
+    )
+    llm: JudgeConfig | None = Field(
+        None, description="generator: llm — the model, declared like a judge (backend openai or local)"
+    )
+
+    @model_validator(mode="after")
+    def _llm_declared(self) -> ConstructionConfig:
+        if self.generator == "llm" and (self.llm is None or self.llm.backend == "programmatic"):
+            raise ValueError("generator: llm needs `llm:` with backend openai or local")
+        return self
 
 
 class DecodingConfig(_Strict):
@@ -149,7 +162,7 @@ class DecodingConfig(_Strict):
     max_tokens: int | None = Field(
         None, ge=1, le=4096, description="default: what the protocol needs (1 token for a verdict letter)"
     )
-    top_logprobs: int = Field(5, ge=0, le=20, description="alternatives asked for at each token (0: none)")
+    top_logprobs: int = Field(20, ge=0, le=20, description="alternatives asked for at each token (0: none)")
     seed: int | None = Field(None, description="sample i is sent with seed + i where the backend takes one")
 
 
@@ -204,6 +217,9 @@ class JudgeConfig(_Strict):
 
 
 LOCAL_DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+ConstructionConfig.model_rebuild()  # its `llm` field is a JudgeConfig, defined after it
 
 
 def _default_panel() -> list[JudgeConfig]:

@@ -241,16 +241,27 @@ def _publish_table(table: pd.DataFrame, key: str, description: str) -> None:
 
 @task(name="construct", cache_policy=NO_CACHE)
 def construct_stage(
-    store: ArtifactStore, items: Refs, config: ConstructionConfig, reuse: bool = True
+    store: ArtifactStore,
+    items: Refs,
+    config: ConstructionConfig,
+    reuse: bool = True,
+    cache_path: str | None = None,
 ) -> Refs:
+    def incomplete(outputs: dict[str, pd.DataFrame]) -> str | None:
+        log = outputs["construction_log"]
+        n = int(log["reason"].str.contains("generator call failed: transport", regex=False).sum())
+        return f"{n} LLM generator calls got no answer (rules filled in); a rerun retries them" if n else None
+
     refs = run_stage(
         store,
         "construct",
         construct_module,
         items,
         {"construction": config},
-        lambda t: construct_module.construct(t["items"], config, t.get("external_pairs")),
+        lambda t: construct_module.construct(t["items"], config, t.get("external_pairs"), cache_path),
         reuse,
+        None,
+        incomplete,
     )
     summary = construct_module.construction_summary(
         store.read_pandas(refs["pairs"]), store.read_pandas(refs["construction_log"])
@@ -344,8 +355,9 @@ def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reu
 def report_stage(store: ArtifactStore, inputs: Refs, title: str) -> ArtifactRef:
     """Always re-rendered (cheap), so the report names the run that produced it."""
     tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
+    judges = store.run_record().get("config", {}).get("judges", [])
     html = report_module.render_report(
-        tables, run_id=store.run_id, title=title, artifacts=store.list_artifacts()
+        tables, run_id=store.run_id, title=title, artifacts=store.list_artifacts(), judges=judges
     )
     ref = store.write_file("report.html", html.encode(), parents=inputs)
     report_module.publish(tables, store.display_path(ref.path))

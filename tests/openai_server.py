@@ -2,12 +2,16 @@
 
 Run as a process: `python tests/openai_server.py --log FILE [faults]`; it prints `PORT <n>` when ready.
 Behind it is a deterministic judge (judgeops' numeric_consistency check on the fenced answers), so
-verdicts are real readings of the texts. Faults, each a flag:
+verdicts are real readings of the texts; asked to plant an error (the LLM generator's prompt), it makes
+one simple edit of the asked kind, or declines. Faults, each a flag:
 
   --die-after N        answer N requests, then exit the process (a server killed mid-run)
   --rate-limit K       answer the first K requests with 429 and `Retry-After: <--retry-after>`
   --malformed-marker S answer prompts containing S with a body that is not JSON
   --empty-marker S     answer prompts containing S with `"choices": []`
+
+With temperature > 0 and a seed, a pairwise verdict flips with probability 0.3 (seeded by seed and
+prompt): sampling, for the self-consistency tests.
 
 Every answered request is appended to the --log file as one JSON line (sha256 of the prompt, the
 prompt's first characters, the status, the Authorization header's presence), like an access log.
@@ -20,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -27,14 +32,37 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from judgeops.tasks.construct.operators import REVERSALS
 from judgeops.tasks.judges.programmatic import consistency_errors
 
 _FENCE = re.compile(r"<<<(ANSWER_A|ANSWER_B|ANSWER|SOLUTION|QUESTION)\n(.*?)\n\1>>>", re.S)
 
 
+def plant(prompt: str, answer_text: str) -> str:
+    """The server as an error generator: one simple edit of the asked kind, as JSON (or a refusal)."""
+    edit = None
+    if "widen one claim" in prompt:
+        hedge = re.search(r"\b(usually|often|typically|generally)\b", answer_text)
+        edit = hedge and (hedge.group(0), "always")
+    elif "reverse one relation" in prompt:
+        found = [(b, a) for b, a in REVERSALS.items() if b in answer_text]
+        edit = found[0] if found else None
+    elif "replace one number" in prompt:
+        number = re.search(r"\d+", answer_text)
+        edit = number and (number.group(0), str(int(number.group(0)) + 1))
+    elif "delete one necessary condition" in prompt:
+        sentence = re.search(r"[^.]*\bonly if\b[^.]*\.", answer_text)
+        edit = sentence and (sentence.group(0), "")
+    if not edit:
+        return "I cannot find a place for that error."
+    return json.dumps({"before": edit[0], "after": edit[1], "note": "planted by the test server"})
+
+
 def answer(prompt: str) -> tuple[str, dict[str, float]]:
     """The server's judge: (text, probabilities of the first token's alternatives)."""
     parts = dict(_FENCE.findall(prompt))
+    if "Plant exactly ONE" in prompt:
+        return plant(prompt, parts.get("ANSWER", "")), {"{": 0.9}
     if "A: <score>" in prompt:
         a, b = (len(consistency_errors(parts.get(k, ""))) for k in ("ANSWER_A", "ANSWER_B"))
         return f"A: {8 - 3 * min(a, 2)}, B: {8 - 3 * min(b, 2)}", {"A": 0.99}
@@ -70,6 +98,10 @@ class Handler(BaseHTTPRequestHandler):
         if srv.opts.empty_marker and srv.opts.empty_marker in prompt:
             return self._send(200, json.dumps({"id": "x", "choices": []}).encode(), {}, prompt)
         text, probs = answer(prompt)
+        if body.get("temperature", 0) > 0 and "A or B" in prompt:  # sampling: a seeded coin flip
+            flip = random.Random(f"{body.get('seed')}:{prompt}").random() < 0.3
+            if flip:
+                text, probs = ("B", {"A": 0.4, "B": 0.6}) if text == "A" else ("A", {"A": 0.6, "B": 0.4})
         top = [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in probs.items()]
         k = body.get("top_logprobs") or 0
         content = {

@@ -50,3 +50,10 @@ def test_a_bad_config_names_file_key_and_expectation(tmp_path, text, expected):
 def test_a_missing_config_file_is_named(tmp_path):
     with pytest.raises(ConfigError, match="nope.yaml: config file not found"):
         load_config(tmp_path / "nope.yaml")
+
+
+def test_the_example_config_loads_and_its_panel_is_the_default():
+    from tests.conftest import ROOT
+
+    config = load_config(ROOT / "judgeops.example.yaml")
+    assert config.judges == EvaluateConfig().judges and config.cache == EvaluateConfig().cache

@@ -93,6 +93,19 @@ def test_server_killed_mid_run_stops_clearly_and_the_rerun_repeats_no_prompt(ser
     assert verdicts["cache_hits"].sum() == 25
 
 
+def test_self_consistency_records_flip_rate_and_spread(server_factory, built, tmp_path):
+    server = server_factory()
+    judge = http_judge(server.url, samples=5, decoding={"temperature": 1.0, "seed": 11}, max_concurrency=8)
+    verdicts = judge_all(built, judge, tmp_path / "cache.sqlite")
+    n = len(built[1]["variants"])
+    assert (verdicts["n_samples"] == 5).all() and (verdicts["n_calls"] == 5).all()
+    assert len(server.entries()) == 5 * n  # one call per sample: the sample index is in the key
+    assert verdicts["flip_rate"].between(0, 0.4).all() and verdicts["flip_rate"].gt(0).any()
+    assert (verdicts.loc[verdicts["flip_rate"] > 0, "p_first_sd"] > 0).all()
+    one = judge_all(built, http_judge(server.url), tmp_path / "cache.sqlite")
+    assert one["flip_rate"].isna().all() and one["p_first_sd"].isna().all()
+
+
 def test_429_with_retry_after_waits_and_completes(server_factory, built, tmp_path):
     server = server_factory("--rate-limit", "2", "--retry-after", "1.5")
     judge = http_judge(server.url, max_concurrency=1, max_retries=3)
@@ -198,3 +211,30 @@ def test_candidate_symmetry_for_every_protocol(tmp_path, a, b, protocol):
     assert bwd.verdict == swap[fwd.verdict]
     if protocol != "pairwise":  # the pairwise server judge's probabilities are fixed per verdict
         assert abs(fwd.p_first - (1 - bwd.p_first)) < 1e-9
+
+
+def test_the_llm_generator_plants_through_the_backend_and_passes_the_same_checks(server_factory, tmp_path):
+    from judgeops.tasks.construct import construction_summary
+    from judgeops.tasks.construct.verify import pair_problems
+
+    server = server_factory()
+    items = ingest_items([BankSource(n_items=40, seed=7)]).items
+    config = ConstructionConfig(generator="llm", llm=http_judge(server.url, name="gen", max_concurrency=8))
+    cache = str(tmp_path / "calls.sqlite")
+    built = construct(items, config, cache_path=cache)
+    pairs, log = built["pairs"], built["construction_log"]
+    by_llm = pairs["generator"] == "llm:test-model"
+    assert by_llm.sum() >= 10 and (~by_llm).sum() >= 1  # the LLM's edits, and the rules where it failed
+    assert (pair_problems(pairs) == "").all()  # every pair verifies, whoever planted it
+    tried = log[log["branch"] == "llm"]
+    assert len(tried) == len(items)  # one LLM attempt per item, each logged
+    assert tried.loc[tried["status"] != "accepted", "reason"].str.startswith("llm: ").all()
+    counts = pairs["error_type"].value_counts()
+    assert counts.max() - counts.min() <= 4  # still balanced
+    summary = construction_summary(pairs, log)
+    assert {"llm_accepted", "llm_rejected", "llm_acceptance"} <= set(summary.columns)
+    sent = len(server.entries())
+    assert sent == len(items)
+    again = construct(items, config, cache_path=cache)
+    assert len(server.entries()) == sent  # a rerun pays for nothing
+    pd.testing.assert_frame_equal(again["pairs"], pairs)

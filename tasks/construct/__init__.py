@@ -16,12 +16,14 @@ import pandas as pd
 
 from judgeops.config import ConstructionConfig, GateConfig
 from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS, schema_for
+from judgeops.tasks.construct import llm as llm_module
 from judgeops.tasks.construct.operators import OPERATORS, Edit, NotApplicable, closing_claim_start
 from judgeops.tasks.construct.presentation import padded, padding_for, polished
+from judgeops.tasks.construct.verify import verify_pair
 
 TELLTALE = re.compile(r"\b(wrong|incorrect|error|mistake|actually|not true)\b", re.I)
 GENERATOR = "rules-v1"
-STANDARD, HARD = "standard", "hard"
+STANDARD, HARD, LLM = "standard", "hard", "llm"  # construction_log branches (llm: the LLM generator's tries)
 
 
 def _tokens(text: str) -> set[str]:
@@ -121,23 +123,104 @@ def qc_flags(answer: str, edit: Edit, fallback: bool) -> list[str]:
     return flags
 
 
+def _pair_row(
+    item: pd.Series,
+    error_type: str,
+    answer: str,
+    edit: Edit,
+    flawed: str,
+    overlap: float,
+    generator: str,
+    flags: list[str],
+    hard: bool,
+) -> dict:
+    return {
+        "pair_id": f"{item['item_id']}:{error_type}" + (":hard" if hard else ""),
+        "item_id": item["item_id"],
+        "domain": item["domain"],
+        "error_type": error_type,
+        "answer_correct": answer,
+        "answer_flawed": flawed,
+        "edit_start": edit.start,
+        "edit_end": edit.end,
+        "edit_before": edit.before,
+        "edit_after": edit.after,
+        "edit_note": edit.note,
+        "subtlety": overlap,
+        "generator": generator,
+        "qc_flags": flags,
+    }
+
+
+def _llm_attempt(item: pd.Series, answer: str, error_type: str, result: Edit | str, gate: GateConfig):
+    """(status, reason, flawed, overlap) of the LLM generator's edit, through the verifier and the gate."""
+    if isinstance(result, str):
+        return "skipped", f"llm: {result}", None, 0.0
+    flawed = result.apply(answer)
+    problems = verify_pair(
+        answer, flawed, result.start, result.end, result.before, result.after, error_type, item["domain"]
+    )
+    if problems:
+        return "rejected", f"llm: verifier: {'; '.join(problems)}", None, 0.0
+    accepted, reason, overlap = subtlety_gate(answer, flawed, gate)
+    return ("accepted" if accepted else "rejected"), f"llm: {reason}", flawed if accepted else None, overlap
+
+
 def build_pairs(
-    items: pd.DataFrame, config: ConstructionConfig, branch: str = STANDARD
+    items: pd.DataFrame, config: ConstructionConfig, branch: str = STANDARD, cache_path: str | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One pair per item that can take an error. branch "hard": the Hard-Constructed subset, built
     independently (no judge involved) with subtler edits: smaller numeric changes inside a middle
-    step, milder widenings, a caveat clause dropped instead of a sentence."""
+    step, milder widenings, a caveat clause dropped instead of a sentence. With `generator: llm` (standard
+    branch), the LLM's edit of each item's assigned type is tried first (see construct/llm.py)."""
     hard = branch == HARD
     types = list(config.error_types)
     order = np.random.default_rng(config.seed).permutation(len(items))
     pairs, log = [], []
     accepted_per_type = dict.fromkeys(types, 0)
+    llm_results, assigned = {}, {}
+    if config.generator == "llm" and not hard:
+        if cache_path is None:
+            raise ValueError("the LLM generator needs the judge-call cache (cache_path)")
+        assigned = llm_module.assigned_types(items, order, types)
+        tasks = [
+            (str(it["item_id"]), assigned[str(it["item_id"])], str(it["question"]), expand_answer(it)[0])
+            for it in (items.iloc[int(i)] for i in order)
+        ]
+        llm_results = llm_module.llm_edits(tasks, config.llm, cache_path)
     for rank, idx in enumerate(order):
         item = items.iloc[int(idx)]
         answer, conditions = expand_answer(item)
         # the type furthest behind first (ties rotate with the item's rank), then the others: types that
         # some items cannot take (no number to fabricate in a syllogism) catch up on the items that can
         preference = sorted(types, key=lambda t: (accepted_per_type[t], (types.index(t) - rank) % len(types)))
+        if llm_results:
+            wanted = assigned[str(item["item_id"])]
+            status, reason, flawed, overlap = _llm_attempt(
+                item, answer, wanted, llm_results[(str(item["item_id"]), wanted)], config.gate
+            )
+            log.append((item["item_id"], wanted, LLM, status, reason))
+            if flawed is not None:
+                edit = llm_results[(str(item["item_id"]), wanted)]
+                generator = f"llm:{config.llm.model}"
+                pairs.append(
+                    _pair_row(
+                        item,
+                        wanted,
+                        answer,
+                        edit,
+                        flawed,
+                        overlap,
+                        generator,
+                        qc_flags(answer, edit, False),
+                        hard,
+                    )
+                )
+                accepted_per_type[wanted] += 1
+                continue
+            preference = [wanted] + [
+                t for t in preference if t != wanted
+            ]  # the rules fill the same type first
         for offset, error_type in enumerate(preference):
             try:
                 seed = _seed(config.seed, item["item_id"], error_type, *([branch] if hard else []))
@@ -150,25 +233,9 @@ def build_pairs(
             log.append((item["item_id"], error_type, branch, "accepted" if accepted else "rejected", reason))
             if not accepted:
                 continue
-            pairs.append(
-                {
-                    "pair_id": f"{item['item_id']}:{error_type}" + (":hard" if hard else ""),
-                    "item_id": item["item_id"],
-                    "domain": item["domain"],
-                    "error_type": error_type,
-                    "answer_correct": answer,
-                    "answer_flawed": flawed,
-                    "edit_start": edit.start,
-                    "edit_end": edit.end,
-                    "edit_before": edit.before,
-                    "edit_after": edit.after,
-                    "edit_note": edit.note,
-                    "subtlety": overlap,
-                    "generator": GENERATOR + ("-hard" if hard else ""),
-                    "qc_flags": qc_flags(answer, edit, fallback=offset > 0)
-                    + (["hard_constructed"] if hard else []),
-                }
-            )
+            flags = qc_flags(answer, edit, fallback=offset > 0) + (["hard_constructed"] if hard else [])
+            generator = GENERATOR + ("-hard" if hard else "")
+            pairs.append(_pair_row(item, error_type, answer, edit, flawed, overlap, generator, flags, hard))
             accepted_per_type[error_type] += 1
             break
     pairs_df = pd.DataFrame(pairs, columns=schema_for("pairs").schema.names)
@@ -233,10 +300,14 @@ def external_variants(external_pairs: pd.DataFrame, config: ConstructionConfig) 
 
 
 def construct(
-    items: pd.DataFrame, config: ConstructionConfig, external_pairs: pd.DataFrame | None = None
+    items: pd.DataFrame,
+    config: ConstructionConfig,
+    external_pairs: pd.DataFrame | None = None,
+    cache_path: str | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """judgerEva pairs and their variants; published pairs, when given, join the variants as they are."""
-    pairs, log = build_pairs(items, config)
+    """judgerEva pairs and their variants; published pairs, when given, join the variants as they are.
+    `cache_path`: the judge-call cache, for the LLM generator's calls."""
+    pairs, log = build_pairs(items, config, cache_path=cache_path)
     if config.hard_constructed:
         hard_pairs, hard_log = build_pairs(items, config, branch=HARD)
         pairs = pd.concat([pairs, hard_pairs], ignore_index=True)
@@ -253,12 +324,23 @@ def construct(
 
 
 def construction_summary(pairs: pd.DataFrame, log: pd.DataFrame) -> pd.DataFrame:
-    """Per error type: accepted pairs per domain, and how many attempts were skipped or rejected by the gate."""
+    """Per error type: accepted pairs per domain, and how many attempts were skipped or rejected by the gate
+    (the rule-based operators); with the LLM generator, its own outcomes in `llm_*` columns."""
     counts = pd.crosstab(pairs["error_type"], pairs["domain"])
-    outcomes = log.pivot_table(
+    rules = log[log["branch"] != LLM]
+    outcomes = rules.pivot_table(
         index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0
     )
     table = counts.join(outcomes, how="outer").fillna(0).astype(int)
     gated = table.get("accepted", 0) + table.get("rejected", 0)  # skipped attempts never reached the gate
     table["gate_acceptance"] = (table.get("accepted", 0) / gated.where(gated > 0)).round(3)
+    tried = log[log["branch"] == LLM]
+    if len(tried):
+        llm = tried.pivot_table(
+            index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0
+        )
+        llm = llm.reindex(columns=["accepted", "rejected", "skipped"], fill_value=0).add_prefix("llm_")
+        table = table.join(llm, how="left").fillna({c: 0 for c in llm.columns})
+        table[llm.columns] = table[llm.columns].astype(int)
+        table["llm_acceptance"] = (table["llm_accepted"] / llm.sum(axis=1).reindex(table.index)).round(3)
     return table.reset_index()

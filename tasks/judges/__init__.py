@@ -101,6 +101,38 @@ def _combine(decisions: list[Decision], replies: list[list[Reply]]) -> JudgedUni
     )
 
 
+def complete_cached(
+    judge: JudgeConfig,
+    calls: list[Call],
+    cache: CallCache,
+    chunk_size: int = 64,
+    backend: Backend | None = None,
+    on_step: Callable[[int, int, int], None] | None = None,
+) -> dict[str, Reply]:
+    """Replies for calls: cache hits first, the misses through the backend in chunks, each chunk committed
+    to the cache as soon as it is back. `on_step(cache hits, answered, transport failures)` after the
+    lookup and after each chunk. The backend is created only if there is a miss.
+
+    Raises JudgeBackendError when the backend gives up; what it answered is cached first.
+    """
+    step = on_step or (lambda hits, answered, failed: None)
+    replies = cache.get_many(sorted({c.key for c in calls}))
+    step(sum(c.key in replies for c in calls), 0, 0)
+    misses = list({c.key: c for c in calls if c.key not in replies}.values())
+    for start in range(0, len(misses), chunk_size):
+        chunk = misses[start : start + chunk_size]
+        backend = backend or get_backend(judge)
+        try:
+            got = backend.complete(chunk)
+        except JudgeBackendError as exc:
+            cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
+            raise
+        cache.put_many(judge.backend, judge.model, got)
+        replies.update(got)
+        step(0, len(got), sum(r.transport_failure for r in got.values()))
+    return replies
+
+
 def run_judge(
     judge: JudgeConfig,
     units: list[Unit],
@@ -136,23 +168,14 @@ def run_judge(
                 for r in requests
             ]
             calls.extend(asked[(unit_id, s)])
-        replies = cache.get_many(sorted({c.key for c in calls}))
-        hits += sum(c.key in replies for c in calls)
-        misses = list({c.key: c for c in calls if c.key not in replies}.values())
-        for start in range(0, len(misses), chunk_size):
-            chunk = misses[start : start + chunk_size]
-            backend = backend or get_backend(judge)
-            try:
-                got = backend.complete(chunk)
-            except JudgeBackendError as exc:
-                cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
-                raise
-            cache.put_many(judge.backend, judge.model, got)
-            replies.update(got)
-            answered += len(got)
-            failures += sum(r.transport_failure for r in got.values())
-            if progress:
+
+        def tally(hit: int, answered_now: int, failed: int) -> None:
+            nonlocal hits, answered, failures
+            hits, answered, failures = hits + hit, answered + answered_now, failures + failed
+            if progress and answered_now:
                 progress(answered, hits, failures)
+
+        replies = complete_cached(judge, calls, cache, chunk_size, backend, tally)
         for unit_key, unit_calls in asked.items():
             state[unit_key] = (state[unit_key] or []) + [replies[c.key] for c in unit_calls]
         open_ = list(asked)

@@ -160,7 +160,6 @@ PROGRAMMATIC_JUDGES: dict[str, JudgeFn] = {
     "length_preference": length_preference,
     "hedge_preference": hedge_preference,
 }
-REFERENCE_GUIDED = {"reference_match"}
 
 
 ScoreFn = Callable[[str, str, str], float]

@@ -9,7 +9,8 @@
 |                   | alone against that solution (ALGORITHMS §7)|                                                   |
 
 Probabilities come from the backend's next-token probabilities of the choice tokens where it gives
-them; otherwise from the parsed text (1 or 0). Output that names no choice is `unparsable`: recorded,
+them (for a one-token read they also decide the verdict, even when another token was the most likely:
+a constrained choice); otherwise from the parsed text (1 or 0). Output that names no choice is `unparsable`: recorded,
 counted as an error for accuracy and against coverage. Pointwise and blind checks see one answer at
 a time, so they are symmetric in the candidates by construction; pairwise and score-then-choose are
 not, which is exactly what C7 measures.
@@ -86,11 +87,13 @@ class Pairwise:
         reply = replies[0]
         p_first = _share(reply.probs, "A", "B")
         letter = _LETTER.match(reply.text or "")
-        if letter:
+        if p_first is not None and not self.rationale:
+            verdict = _by_p(p_first)  # a one-token read: the choice tokens decide, whatever token won
+        elif letter:
             verdict = letter.group(1).upper()
             p_first = p_first if p_first is not None else float(verdict == "A")
-        elif p_first is not None and not (reply.text or "").strip():
-            verdict = _by_p(p_first)  # probabilities only (a one-token read, no text asked for)
+        elif p_first is not None:
+            verdict = _by_p(p_first)
         else:
             return Decision(None, None, None, f"unparsable: {(reply.text or '')[:80]!r}")
         rationale = None

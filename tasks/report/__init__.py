@@ -13,7 +13,6 @@ import pandas as pd
 
 from judgeops import __version__
 from judgeops.tasks.construct import construction_summary
-from judgeops.tasks.judges.programmatic import REFERENCE_GUIDED
 from judgeops.tasks.profile import BENCHMARK
 from judgeops.tasks.profile.conditions import (
     CONDITION_BY_NAME,
@@ -84,7 +83,34 @@ def external_table(profiles: pd.DataFrame) -> str | None:
     return None if published.empty else condition_table(published, ["benchmark", "judge_id"])
 
 
-def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, artifacts: list[dict]) -> str:
+JUDGE_NOTES = {
+    (
+        "programmatic",
+        "reference_match",
+    ): "a heuristic, not a language model; reference-guided (it sees the gold "
+    "answer); defaults to the first answer when both or neither final claims match",
+    (
+        "programmatic",
+        "numeric_consistency",
+    ): "a heuristic, not a language model; says tie when no arithmetic or comparison can be checked",
+    ("programmatic", "length_preference"): "a heuristic, not a language model; prefers the longer answer",
+    ("programmatic", "hedge_preference"): "a heuristic, not a language model; prefers cautious wording",
+    (
+        "local",
+        "smollm2-135m-instruct",
+    ): "a real but weak LLM (135M parameters): near chance, answers A almost "
+    "always, so its position robustness (C7) is near zero",
+}
+
+
+def panel_rows(judges: list[dict]) -> list[dict]:
+    """The configured judges with what a reader must know about each (from the run's configuration)."""
+    return [{**j, "note": JUDGE_NOTES.get((j.get("backend"), j.get("model")), "")} for j in judges]
+
+
+def render_report(
+    tables: dict[str, pd.DataFrame], run_id: str, title: str, artifacts: list[dict], judges: list[dict] = ()
+) -> str:
     published = external_table(tables["profiles"])
     profiles = tables["profiles"][tables["profiles"]["benchmark"] == BENCHMARK]
     pairs = tables["pairs"]
@@ -118,7 +144,7 @@ def render_report(tables: dict[str, pd.DataFrame], run_id: str, title: str, arti
         acceptance_table=acceptance.to_html(index=False, classes="grid"),
         examples=examples.to_dict("records"),
         coverage_table=tables["coverage"].to_html(index=False, classes="grid", float_format="%.3f"),
-        reference_guided=sorted(REFERENCE_GUIDED),
+        panel=panel_rows(list(judges)),
         artifacts=artifacts,
         n_pairs=len(pairs),
         external_table=published,
