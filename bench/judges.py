@@ -139,9 +139,7 @@ def main() -> None:
     print(
         f"## Judges on {variants['pair_id'].nunique()} judgerEva plain pairs × 2 orders ({len(units)} units)\n"
     )
-    print(
-        f"Command: `python bench/judges.py --pairs {args.pairs}{' --llama-server' if args.llama_server else ''}`\n"
-    )
+    print(f"Command: `python bench/judges.py {' '.join(sys.argv[1:])}`\n")
 
     rows = []
     for judge in [j for j in EvaluateConfig().judges if j.backend == "programmatic"]:
@@ -223,13 +221,14 @@ def generator(n_items: int, tmp: Path) -> None:
     reasons = tried.loc[tried["status"] != "accepted", "reason"].str.replace(r"'.*", "…", regex=True)
     for reason, n in reasons.value_counts().head(4).items():
         print(f"- {n} × {reason}")
+    with CallCache(tmp / "generator.sqlite") as cache:
+        (text,) = cache._db.execute("SELECT text FROM calls LIMIT 1").fetchone()
+    print(f"- one reply, verbatim (first 160 characters): {text[:160]!r}")
     summary = construction_summary(built["pairs"], log)
-    print(
-        "\n"
-        + summary[
-            ["error_type", "llm_accepted", "llm_rejected", "llm_skipped", "llm_acceptance"]
-        ].to_markdown(index=False)
-    )
+    cols = ["error_type", "llm_accepted", "llm_rejected", "llm_skipped", "llm_acceptance"]
+    print("\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    for row in summary[cols].itertuples(index=False):
+        print("| " + " | ".join(str(v) for v in row) + " |")
 
 
 def llama_comparison(units: list[Unit], tmp: Path, t_pairwise: dict) -> None:

@@ -72,7 +72,10 @@ def answer(prompt: str) -> tuple[str, dict[str, float]]:
     if "A or B" in prompt:
         a, b = (len(consistency_errors(parts.get(k, ""))) for k in ("ANSWER_A", "ANSWER_B"))
         first = a <= b
-        return ("A" if first else "B"), ({"A": 0.7, "B": 0.3} if first else {"A": 0.25, "B": 0.75})
+        letter = "A" if first else "B"
+        if "one sentence saying" in prompt:  # a rationale was asked for
+            letter += f"\nAnswer {'B' if first else 'A'} has {max(a, b)} arithmetic or comparison error(s)."
+        return letter, ({"A": 0.7, "B": 0.3} if first else {"A": 0.25, "B": 0.75})
     return "Working it out: the answer is 42.", {"Working": 0.9}
 
 

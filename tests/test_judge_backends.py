@@ -93,6 +93,15 @@ def test_server_killed_mid_run_stops_clearly_and_the_rerun_repeats_no_prompt(ser
     assert verdicts["cache_hits"].sum() == 25
 
 
+def test_a_rationale_is_captured_when_asked(server_factory, built, tmp_path):
+    server = server_factory()
+    verdicts = judge_all(built, http_judge(server.url, rationale=True), tmp_path / "cache.sqlite")
+    assert verdicts["verdict"].isin(["A", "B"]).all()
+    assert verdicts["rationale"].str.match(r"Answer [AB] has \d+ arithmetic or comparison error").all()
+    plain = judge_all(built, http_judge(server.url), tmp_path / "cache.sqlite")
+    assert plain["rationale"].isna().all()
+
+
 def test_self_consistency_records_flip_rate_and_spread(server_factory, built, tmp_path):
     server = server_factory()
     judge = http_judge(server.url, samples=5, decoding={"temperature": 1.0, "seed": 11}, max_concurrency=8)

@@ -10,10 +10,12 @@ from judgeops.tasks.judges.programmatic import (
     PROGRAMMATIC_JUDGES,
     consistency_errors,
     hedge_preference,
+    judge_unit,
     length_preference,
     numeric_consistency,
     reference_match,
 )
+from judgeops.tasks.judges.protocols import Unit
 
 RIGHT = "Each day it sells 12 × 4 = 48 rolls. Since 10 is more than 1, fine. The answer is 480."
 WRONG = "Each day it sells 12 × 4 = 46 rolls. Since 10 is less than 1, fine. The answer is 470."
@@ -122,3 +124,13 @@ def test_a_judge_error_is_recorded_not_dropped(monkeypatch):
     assert (
         verdicts["verdict"].isna().all() and verdicts["error"].str.contains("ValueError: cannot read").all()
     )
+
+
+@settings(max_examples=200)
+@given(_text, _text, st.sampled_from(sorted(PROGRAMMATIC_JUDGES)))
+def test_pointwise_programmatic_judges_are_symmetric_without_exception(a, b, name):
+    """Each answer scored alone: no position default, so a swap always swaps the verdict."""
+    forward = judge_unit(name, "pointwise", Unit("f", "q", a, b, "480"))
+    backward = judge_unit(name, "pointwise", Unit("b", "q", b, a, "480"))
+    assert backward.verdict == {"A": "B", "B": "A", "tie": "tie"}[forward.verdict]
+    assert abs(forward.p_first - (1 - backward.p_first)) < 1e-9

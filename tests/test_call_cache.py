@@ -1,0 +1,58 @@
+"""The call cache under concurrent writers and a writer killed mid-run."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sqlite3
+
+from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.calls import Reply
+
+
+def _writer(path: str, worker: int, die_after: int | None) -> None:
+    with CallCache(path) as cache:
+        for chunk in range(10):
+            replies = {
+                f"w{worker}-{chunk}-{i}": Reply(text="A", probs={"A": 0.9}, tokens=3) for i in range(20)
+            }
+            replies.update(
+                {f"shared-{chunk}-{i}": Reply(text="B") for i in range(5)}
+            )  # every worker writes these
+            cache.put_many("openai", "m", replies)
+            if die_after is not None and chunk + 1 == die_after:
+                os._exit(9)  # killed: no close, no clean shutdown
+
+
+def test_concurrent_writers_lose_nothing_and_a_killed_writer_keeps_its_committed_chunks(tmp_path):
+    path = str(tmp_path / "calls.sqlite")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, w, 4 if w == 3 else None)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 9]
+    with CallCache(path) as cache:
+        stats = cache.stats()
+        assert (
+            stats[0]["calls"] == 3 * 200 + 4 * 20 + 50
+        )  # three full writers, four chunks of the killed one, shared once
+        hit = cache.get_many(["w0-0-0", "shared-9-4", "w3-3-19", "w3-4-0"])
+        assert set(hit) == {"w0-0-0", "shared-9-4", "w3-3-19"} and hit["w0-0-0"].probs == {"A": 0.9}
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_transport_failures_are_never_stored(tmp_path):
+    with CallCache(tmp_path / "c.sqlite") as cache:
+        stored = cache.put_many(
+            "openai",
+            "m",
+            {
+                "ok": Reply(text="A"),
+                "bad": Reply(error="transport: ConnectError"),
+                "junk": Reply(error="unparsable: x"),
+            },
+        )
+        assert stored == 2 and set(cache.get_many(["ok", "bad", "junk"])) == {"ok", "junk"}
+        assert cache.prune(unparsable=True) == 1 and set(cache.get_many(["ok", "junk"])) == {"ok"}
