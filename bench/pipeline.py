@@ -73,7 +73,10 @@ def main() -> None:
     for judge in (
         cells.loc[(slice(None), "overall"), "estimate"].sort_values(ascending=False).index.get_level_values(0)
     ):
-        row = [f"{cells.loc[(judge, c), 'estimate']:.3f}" for c in conditions]
+        row = [
+            f"{cells.loc[(judge, c), 'estimate']:.3f}" if (judge, c) in cells.index else "–"
+            for c in conditions
+        ]
         print(f"| {judge} | " + " | ".join(row) + " |")
 
 

@@ -80,7 +80,9 @@ def evaluate(
             reuse,
             config.cache.path,
         )
-        coverage = validate_stage(store, {**verdicts, "variants": built["variants"]}, config.judges, reuse)
+        coverage = validate_stage(
+            store, {**verdicts, "variants": built["variants"], "pairs": built["pairs"]}, config.judges, reuse
+        )
         consensus = aggregate_stage(
             store, {**verdicts, "variants": built["variants"]}, config.aggregation, reuse
         )

@@ -306,7 +306,7 @@ def judge_stage(
 @task(name="validate", cache_policy=NO_CACHE)
 def validate_stage(store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig], reuse: bool = True) -> Refs:
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-        table = judges_module.coverage(t["verdicts"], t["variants"], judges)
+        table = judges_module.coverage(t["verdicts"], t["variants"], judges, t.get("pairs"))
         low = table[table["coverage"] < 1.0]
         for row in low.itertuples():
             logger().warning(

@@ -134,3 +134,17 @@ def test_pointwise_programmatic_judges_are_symmetric_without_exception(a, b, nam
     backward = judge_unit(name, "pointwise", Unit("b", "q", b, a, "480"))
     assert backward.verdict == {"A": "B", "B": "A", "tie": "tie"}[forward.verdict]
     assert abs(forward.p_first - (1 - backward.p_first)) < 1e-9
+
+
+def test_a_max_pairs_sample_is_fixed_and_balanced_over_error_types():
+    from judgeops.tasks.judges import _subset
+
+    items = ingest_items([BankSource(n_items=60, seed=5)]).items
+    built = construct(items, ConstructionConfig())
+    sample = _subset(built["variants"], 8, "smollm2-135m", built["pairs"])
+    chosen = built["pairs"][built["pairs"]["pair_id"].isin(sample["pair_id"])]
+    assert len(chosen) == 8 and len(sample) == 8 * 6
+    assert chosen["error_type"].value_counts().to_dict() == {t: 2 for t in chosen["error_type"].unique()}
+    assert chosen["error_type"].nunique() == 4
+    again = _subset(built["variants"], 8, "smollm2-135m", built["pairs"])
+    assert again["variant_id"].tolist() == sample["variant_id"].tolist()

@@ -39,16 +39,23 @@ def call_id(judge: JudgeConfig, unit_id: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-def _subset(variants: pd.DataFrame, max_pairs: int | None, seed: str) -> pd.DataFrame:
-    """Every variant of a fixed subset of pairs: the pairs whose hash (with the judge's name) is lowest,
-    so the subset is the same in every run and its calls stay cached. Balanced over error types where
-    the variants carry them."""
+def _subset(
+    variants: pd.DataFrame, max_pairs: int | None, seed: str, pairs: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Every variant of a fixed subset of pairs, so the subset is the same in every run and its calls stay
+    cached: pairs ranked by a hash of (judge name, pair_id), taken round-robin over error types where
+    `pairs` gives them (each type as equally represented as the sample size allows)."""
     if max_pairs is None:
         return variants
-    pair_ids = pd.Series(variants["pair_id"].unique())
-    rank = pair_ids.map(lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
-    chosen = set(pair_ids[rank.argsort().to_numpy()[:max_pairs]])
-    return variants[variants["pair_id"].isin(chosen)]
+    ids = pd.Series(variants["pair_id"].unique())
+    rank = ids.map(lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
+    table = pd.DataFrame({"pair_id": ids, "rank": rank})
+    types = pairs.set_index("pair_id")["error_type"] if pairs is not None else pd.Series(dtype=object)
+    table["stratum"] = table["pair_id"].map(types).fillna("(none)")
+    table = table.sort_values("rank")
+    table["turn"] = table.groupby("stratum").cumcount()  # 0 for each type's first pair, then 1, ...
+    chosen = table.sort_values(["turn", "rank"])["pair_id"].head(max_pairs)
+    return variants[variants["pair_id"].isin(set(chosen))]
 
 
 def units_for(variants: pd.DataFrame, question: pd.Series, reference: pd.Series) -> list[Unit]:
@@ -206,7 +213,7 @@ def judge_variants(
         published = external_pairs[["pair_id", "question"]].assign(gold="")
         context = pd.concat([context, published], ignore_index=True)
     context = context.set_index("pair_id")
-    plan = [(judge, _subset(variants, judge.max_pairs, judge.name)) for judge in judges]
+    plan = [(judge, _subset(variants, judge.max_pairs, judge.name, pairs)) for judge in judges]
     total = sum(len(v) for _, v in plan)
     rows: list[dict] = []
     done = errors = hits = 0
@@ -285,7 +292,12 @@ def transport_failures(verdicts: pd.DataFrame) -> int:
     return int(verdicts["error"].fillna("").str.startswith("transport").sum())
 
 
-def coverage(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[JudgeConfig]) -> pd.DataFrame:
+def coverage(
+    verdicts: pd.DataFrame,
+    variants: pd.DataFrame,
+    judges: list[JudgeConfig],
+    pairs: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Per judge: calls expected (every variant, or its max_pairs subset), verdicts usable, ties,
     unparsable outputs, errors, backend calls made and cache hits.
 
@@ -293,7 +305,7 @@ def coverage(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[JudgeC
     """
     rows = []
     for judge in judges:
-        expected = _subset(variants, judge.max_pairs, judge.name)["variant_id"]
+        expected = _subset(variants, judge.max_pairs, judge.name, pairs)["variant_id"]
         n_expected = len(expected)
         v = verdicts[(verdicts["judge_id"] == judge.name) & verdicts["variant_id"].isin(expected)]
         answered = int(v["verdict"].isin(["A", "B"]).sum())
