@@ -26,10 +26,10 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 def small_config(store_url: str, n_items: int = 48) -> EvaluateConfig:
     """A fast configuration for flow tests: every stage runs, on a few dozen items, with the default
-    panel (SmolLM2 on 2 pairs) and the call cache beside the store."""
+    panel (SmolLM2 on 4 pairs, one per error type) and the call cache beside the store."""
     default = EvaluateConfig()
     judges = [
-        j if j.backend == "programmatic" else j.model_copy(update={"max_pairs": 2}) for j in default.judges
+        j if j.backend == "programmatic" else j.model_copy(update={"max_pairs": 4}) for j in default.judges
     ]
     return EvaluateConfig(
         sources=[BankSource(n_items=n_items, seed=1)],

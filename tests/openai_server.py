@@ -14,7 +14,7 @@ With temperature > 0 and a seed, a pairwise verdict flips with probability 0.3 (
 prompt): sampling, for the self-consistency tests.
 
 Every answered request is appended to the --log file as one JSON line (sha256 of the prompt, the
-prompt's first characters, the status, the Authorization header's presence), like an access log.
+prompt's first characters, the status, the model, the Authorization header's presence and sha256), like an access log.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ class Handler(BaseHTTPRequestHandler):
         srv: Server = self.server  # type: ignore[assignment]
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
         prompt = body["messages"][-1]["content"]
+        self._model = body.get("model")
         with srv.lock:
             srv.seen += 1
             seen = srv.seen
@@ -150,6 +151,8 @@ class Handler(BaseHTTPRequestHandler):
             "prompt": prompt[:60],
             "status": status,
             "authorized": "authorization" in {h.lower() for h in self.headers},
+            "key_sha256": hashlib.sha256(self.headers.get("authorization", "").encode()).hexdigest(),
+            "model": self._model,
         }
         with srv.lock, open(srv.opts.log, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")

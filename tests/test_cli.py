@@ -126,3 +126,24 @@ def test_an_unknown_source_format_is_a_clear_error(capsys):
     assert (
         "--source 'xlsx:data.xlsx': expected FORMAT:PATH with FORMAT one of gsm8k" in capsys.readouterr().err
     )
+
+
+def test_cache_stats_and_prune(tmp_path, capsys):
+    from judgeops.tasks.judges.cache import CallCache
+    from judgeops.tasks.judges.calls import Reply
+
+    path = tmp_path / "calls.sqlite"
+    with CallCache(path) as cache:
+        cache.put_many("openai", "m1", {"a": Reply(text="A", tokens=10), "b": Reply(error="unparsable: ?")})
+        cache.put_many("local", "m2", {"c": Reply(text="B", tokens=5)})
+    assert main(["cache", "stats", "--path", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "openai" in out and "m1" in out and "local" in out
+    assert main(["cache", "prune", "--path", str(path)]) == 2  # says what to delete first
+    assert main(["cache", "prune", "--path", str(path), "--unparsable"]) == 0
+    assert "deleted 1 cached calls" in capsys.readouterr().out
+    assert main(["cache", "prune", "--path", str(path), "--model", "m2"]) == 0
+    with CallCache(path) as cache:
+        assert set(cache.get_many(["a", "b", "c"])) == {"a"}
+    with pytest.raises(SystemExit, match="no judge-call cache"):
+        main(["cache", "stats", "--path", str(tmp_path / "missing.sqlite")])

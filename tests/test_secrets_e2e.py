@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 
 import pytest
 from prefect.client.orchestration import get_client
@@ -20,7 +21,10 @@ AS_OF = dt.date(2026, 11, 9)  # no other test runs this date: its flow run is th
 
 
 def test_a_canary_key_is_used_and_appears_nowhere(prefect_server, tmp_path, monkeypatch, capfd):
+    from prefect.blocks.system import Secret
+
     monkeypatch.setenv("JUDGEOPS_CANARY_KEY", CANARY)
+    Secret(value=CANARY).save("judgeops-canary-key", overwrite=True)  # the other way to give a key
     server = ServerProcess(tmp_path / "requests.jsonl")
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
@@ -32,12 +36,22 @@ def test_a_canary_key_is_used_and_appears_nowhere(prefect_server, tmp_path, monk
             api_key_env="JUDGEOPS_CANARY_KEY",
             max_pairs=3,
         )
-        config = config.model_copy(update={"judges": [*config.judges, http]})
+        from_block = http.model_copy(
+            update={
+                "name": "http-judge-secret",
+                "model": "test-model-2",  # another model: its own calls, not the first judge's cache hits
+                "api_key_env": None,
+                "api_key_secret": "judgeops-canary-key",
+            }
+        )
+        config = config.model_copy(update={"judges": [*config.judges, http, from_block]})
         evaluate(config=config, as_of=AS_OF)
     finally:
         server.stop()
     entries = server.entries()
-    assert entries and all(e["authorized"] for e in entries)  # the key was really sent
+    bearer = hashlib.sha256(f"Bearer {CANARY}".encode()).hexdigest()
+    assert entries and all(e["key_sha256"] == bearer for e in entries)  # the key was really sent, by both
+    assert {e["model"] for e in entries} == {"test-model", "test-model-2"}
 
     needle = CANARY.encode()
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "requests.jsonl"]
