@@ -100,7 +100,7 @@ def construction_log_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
         *_keys("item_id", "error_type", "branch"),
         *_references("item_id", "items", "item_id", related),
         _in("error_type", ERROR_TYPES),
-        _in("branch", {"standard", "hard", "llm"}),
+        _in("branch", {"standard", "hard", "llm", "llm_expand"}),
         _in("status", {"accepted", "skipped", "rejected"}),
     ]
 

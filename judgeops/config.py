@@ -147,11 +147,18 @@ class ConstructionConfig(_Strict):
     llm: JudgeConfig | None = Field(
         None, description="generator: llm — the model, declared like a judge (backend openai or local)"
     )
+    llm_expand: bool = Field(
+        False,
+        description="generator: llm — the model also writes answer A (checked: gold closing claim, its own "
+        "arithmetic; the template is used where it fails). A wrong step with no checkable number cannot be caught.",
+    )
 
     @model_validator(mode="after")
     def _llm_declared(self) -> ConstructionConfig:
         if self.generator == "llm" and (self.llm is None or self.llm.backend == "programmatic"):
             raise ValueError("generator: llm needs `llm:` with backend openai or local")
+        if self.llm_expand and self.generator != "llm":
+            raise ValueError("llm_expand needs generator: llm")
         return self
 
 

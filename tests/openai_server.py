@@ -61,6 +61,16 @@ def plant(prompt: str, answer_text: str) -> str:
 def answer(prompt: str) -> tuple[str, dict[str, float]]:
     """The server's judge: (text, probabilities of the first token's alternatives)."""
     parts = dict(_FENCE.findall(prompt))
+    if (
+        "why this answer is correct" in prompt
+    ):  # writing answer A: a slip in its arithmetic when the gold is a number
+        gold = re.search(r"The correct answer is: (.*)", prompt).group(1).strip()
+        slip = "First, 2 × 3 = 7. " if re.search(r"\d", gold) else ""
+        return (
+            f"{slip}Reading the question carefully, the key facts point one way. This reading is usually the "
+            f"intended one, and the alternatives do not fit the facts given. The answer is {gold.rstrip('.')}.",
+            {"Reading": 0.9},
+        )
     if "Plant exactly ONE" in prompt:
         return plant(prompt, parts.get("ANSWER", "")), {"{": 0.9}
     if "A: <score>" in prompt:

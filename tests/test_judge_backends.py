@@ -247,3 +247,34 @@ def test_the_llm_generator_plants_through_the_backend_and_passes_the_same_checks
     again = construct(items, config, cache_path=cache)
     assert len(server.entries()) == sent  # a rerun pays for nothing
     pd.testing.assert_frame_equal(again["pairs"], pairs)
+
+
+def test_the_llm_can_write_answer_a_too_and_what_fails_its_checks_keeps_the_template(
+    server_factory, tmp_path
+):
+    from judgeops.tasks.construct import construction_summary
+    from judgeops.tasks.construct.verify import pair_problems
+
+    server = server_factory()
+    items = ingest_items([BankSource(n_items=40, seed=7)]).items
+    model = http_judge(server.url, name="gen", max_concurrency=8)
+    config = ConstructionConfig(generator="llm", llm=model, llm_expand=True)
+    built = construct(items, config, cache_path=str(tmp_path / "calls.sqlite"))
+    pairs, log = built["pairs"], built["construction_log"]
+    written = log[log["branch"] == "llm_expand"]
+    assert len(written) == len(items)
+    numeric = items.set_index("item_id")["gold"].str.contains(r"\d", regex=True)
+    rejected = written[written["status"] == "rejected"]
+    assert rejected["reason"].str.contains("its own arithmetic does not hold: 2 × 3 = 7").all()
+    assert set(rejected["item_id"]) == set(numeric[numeric].index)  # exactly the answers with the slip
+    by_llm = pairs["qc_flags"].map(lambda f: "llm_answer" in list(f))
+    accepted = set(written.loc[written["status"] == "accepted", "item_id"])
+    assert set(pairs.loc[by_llm, "item_id"]) <= accepted and by_llm.sum() > 0
+    # an LLM-written A that no error type fits leaves no pair, and the log says why for every type
+    for item_id in accepted - set(pairs["item_id"]):
+        tries = log[(log["item_id"] == item_id) & (log["branch"] == "standard")]
+        assert len(tries) == 4 and (tries["status"] != "accepted").all()
+    assert pairs.loc[by_llm, "answer_correct"].str.startswith("Reading the question carefully").all()
+    assert (pair_problems(pairs) == "").all()
+    summary = construction_summary(pairs, log).set_index("error_type")
+    assert summary["llm_answer_a_used"].sum() == len(accepted)

@@ -23,7 +23,8 @@ from judgeops.tasks.construct.verify import verify_pair
 
 TELLTALE = re.compile(r"\b(wrong|incorrect|error|mistake|actually|not true)\b", re.I)
 GENERATOR = "rules-v1"
-STANDARD, HARD, LLM = "standard", "hard", "llm"  # construction_log branches (llm: the LLM generator's tries)
+# construction_log branches: the rules (standard, hard) and the LLM generator's tries (llm: edits, llm_expand: answer A)
+STANDARD, HARD, LLM, LLM_EXPAND = "standard", "hard", "llm", "llm_expand"
 
 
 def _tokens(text: str) -> set[str]:
@@ -123,6 +124,20 @@ def qc_flags(answer: str, edit: Edit, fallback: bool) -> list[str]:
     return flags
 
 
+def _with_choices(item: pd.Series) -> str:
+    """The question as a model should see it: with its options, for multiple choice."""
+    choices = [str(c) for c in item["choices"]] if item["choices"] is not None else []
+    options = "".join(f"\n{OPTION_LETTERS[i]}. {c}" for i, c in enumerate(choices))
+    return str(item["question"]) + options
+
+
+def _answer_a(item: pd.Series, llm_answers: dict[str, str]) -> tuple[str, list[str]]:
+    """Answer A and its conditions: the LLM's text where it wrote one that passed its checks (it states no
+    separate conditions), else the worked solution or template."""
+    written = llm_answers.get(str(item["item_id"]))
+    return (written, []) if written is not None else expand_answer(item)
+
+
 def _pair_row(
     item: pd.Series,
     error_type: str,
@@ -178,19 +193,46 @@ def build_pairs(
     order = np.random.default_rng(config.seed).permutation(len(items))
     pairs, log = [], []
     accepted_per_type = dict.fromkeys(types, 0)
-    llm_results, assigned = {}, {}
+    llm_results, assigned, llm_answers = {}, {}, {}
     if config.generator == "llm" and not hard:
         if cache_path is None:
             raise ValueError("the LLM generator needs the judge-call cache (cache_path)")
         assigned = llm_module.assigned_types(items, order, types)
+        ordered = [items.iloc[int(i)] for i in order]
+        if config.llm_expand:  # the model writes answer A first; what fails its checks keeps the template
+            written = llm_module.llm_expansions(
+                [(str(it["item_id"]), _with_choices(it), str(it["gold"])) for it in ordered],
+                config.llm,
+                cache_path,
+            )
+            for it in ordered:
+                text = written[str(it["item_id"])]
+                ok = not text.startswith("rejected: ")
+                log.append(
+                    (
+                        it["item_id"],
+                        assigned[str(it["item_id"])],
+                        LLM_EXPAND,
+                        "accepted" if ok else "rejected",
+                        "llm: answer A written" if ok else f"llm: {text}",
+                    )
+                )
+                if ok:
+                    llm_answers[str(it["item_id"])] = text
         tasks = [
-            (str(it["item_id"]), assigned[str(it["item_id"])], str(it["question"]), expand_answer(it)[0])
-            for it in (items.iloc[int(i)] for i in order)
+            (
+                str(it["item_id"]),
+                assigned[str(it["item_id"])],
+                _with_choices(it),
+                _answer_a(it, llm_answers)[0],
+            )
+            for it in ordered
         ]
         llm_results = llm_module.llm_edits(tasks, config.llm, cache_path)
     for rank, idx in enumerate(order):
         item = items.iloc[int(idx)]
-        answer, conditions = expand_answer(item)
+        answer, conditions = _answer_a(item, llm_answers)
+        written_by_llm = ["llm_answer"] if str(item["item_id"]) in llm_answers else []
         # the type furthest behind first (ties rotate with the item's rank), then the others: types that
         # some items cannot take (no number to fabricate in a syllogism) catch up on the items that can
         preference = sorted(types, key=lambda t: (accepted_per_type[t], (types.index(t) - rank) % len(types)))
@@ -233,7 +275,11 @@ def build_pairs(
             log.append((item["item_id"], error_type, branch, "accepted" if accepted else "rejected", reason))
             if not accepted:
                 continue
-            flags = qc_flags(answer, edit, fallback=offset > 0) + (["hard_constructed"] if hard else [])
+            flags = (
+                qc_flags(answer, edit, fallback=offset > 0)
+                + (["hard_constructed"] if hard else [])
+                + written_by_llm
+            )
             generator = GENERATOR + ("-hard" if hard else "")
             pairs.append(_pair_row(item, error_type, answer, edit, flawed, overlap, generator, flags, hard))
             accepted_per_type[error_type] += 1
@@ -327,7 +373,7 @@ def construction_summary(pairs: pd.DataFrame, log: pd.DataFrame) -> pd.DataFrame
     """Per error type: accepted pairs per domain, and how many attempts were skipped or rejected by the gate
     (the rule-based operators); with the LLM generator, its own outcomes in `llm_*` columns."""
     counts = pd.crosstab(pairs["error_type"], pairs["domain"])
-    rules = log[log["branch"] != LLM]
+    rules = log[~log["branch"].isin([LLM, LLM_EXPAND])]
     outcomes = rules.pivot_table(
         index="error_type", columns="status", values="item_id", aggfunc="count", fill_value=0
     )
@@ -343,4 +389,11 @@ def construction_summary(pairs: pd.DataFrame, log: pd.DataFrame) -> pd.DataFrame
         table = table.join(llm, how="left").fillna({c: 0 for c in llm.columns})
         table[llm.columns] = table[llm.columns].astype(int)
         table["llm_acceptance"] = (table["llm_accepted"] / llm.sum(axis=1).reindex(table.index)).round(3)
+    written = log[log["branch"] == LLM_EXPAND]
+    if len(written):  # answer A written by the LLM: used, or kept the template (by the item's assigned type)
+        a = pd.crosstab(written["error_type"], written["status"]).reindex(
+            columns=["accepted", "rejected"], fill_value=0
+        )
+        table["llm_answer_a_used"] = a["accepted"].reindex(table.index).fillna(0).astype(int)
+        table["llm_answer_a_rejected"] = a["rejected"].reindex(table.index).fillna(0).astype(int)
     return table.reset_index()

@@ -1,7 +1,8 @@
 """The optional LLM-backed generator: a model plants the error, as the CAP paper did with GPT-4o.
 
 `construction.generator: llm` with `construction.llm:` a model declared like a judge (an `openai` endpoint
-or a `local` GGUF). Each item is assigned an error type (round-robin over the seeded item order, so the
+or a `local` GGUF). With `llm_expand: true` the model first writes answer A itself (an explanation of the
+gold answer, checked by `check_expansion`; the worked solution or template is used when it fails). Each item is assigned an error type (round-robin over the seeded item order, so the
 types stay balanced) and the model is asked for ONE edit of answer A as JSON:
 
     {"before": "<an exact span of the answer>", "after": "<its replacement>", "note": "<what is now wrong>"}
@@ -21,6 +22,7 @@ import re
 import pandas as pd
 
 from judgeops.config import JudgeConfig
+from judgeops.schemas.artifacts import FINAL_CLAIM
 from judgeops.tasks.construct.operators import Edit, NotApplicable
 from judgeops.tasks.judges import complete_cached
 from judgeops.tasks.judges.cache import CallCache
@@ -71,28 +73,89 @@ def parse_edit(text: str | None, answer: str) -> Edit:
     return Edit(start, start + len(before), before, after, note or "planted by the LLM generator")
 
 
+def _ask(model: JudgeConfig, prompts: dict, cache_path: str, max_tokens: int) -> dict:
+    """One request per key through the judges' cache and backend: {key: Reply}."""
+    calls = {
+        key: Call(
+            call_key(model, Request(prompt, max_tokens), VERSION, 0),
+            str(key),
+            0,
+            Request(prompt, max_tokens),
+            model.decoding.seed,
+        )
+        for key, prompt in prompts.items()
+    }
+    with CallCache(cache_path) as cache:
+        replies = complete_cached(
+            model, list(calls.values()), cache, chunk_size=max(8, 4 * model.max_concurrency)
+        )
+    return {key: replies[call.key] for key, call in calls.items()}
+
+
 def llm_edits(
     tasks: list[tuple[str, str, str, str]], model: JudgeConfig, cache_path: str, max_tokens: int = 200
 ) -> dict[tuple[str, str], Edit | str]:
     """For each (item_id, error_type, question, answer): the model's Edit, or why there is none."""
-    calls, keys = [], {}
-    for item_id, error_type, question, answer in tasks:
-        request = Request(edit_prompt(question, answer, error_type), max_tokens)
-        call = Call(call_key(model, request, VERSION, 0), item_id, 0, request, model.decoding.seed)
-        calls.append(call)
-        keys[(item_id, error_type)] = (call.key, answer)
-    with CallCache(cache_path) as cache:
-        replies = complete_cached(model, calls, cache, chunk_size=max(8, 4 * model.max_concurrency))
+    answers = {(item_id, error_type): answer for item_id, error_type, _, answer in tasks}
+    prompts = {(item_id, t): edit_prompt(question, answer, t) for item_id, t, question, answer in tasks}
     out: dict[tuple[str, str], Edit | str] = {}
-    for task, (key, answer) in keys.items():
-        reply = replies[key]
+    for task, reply in _ask(model, prompts, cache_path, max_tokens).items():
         if reply.error:
             out[task] = f"generator call failed: {reply.error}"
             continue
         try:
-            out[task] = parse_edit(reply.text, answer)
+            out[task] = parse_edit(reply.text, answers[task])
         except NotApplicable as exc:
             out[task] = str(exc)
+    return out
+
+
+def expansion_prompt(question: str, gold: str) -> str:
+    return (
+        f"Question:\n{fence('QUESTION', question)}\n\nThe correct answer is: {gold}\n\n"
+        "Explain in three to five short sentences why this answer is correct, showing any calculation step by "
+        f"step. End with exactly this sentence: {FINAL_CLAIM} {gold}."
+    )
+
+
+def check_expansion(text: str | None, gold: str) -> str:
+    """The model's answer A, or NotApplicable with why it cannot be used.
+
+    What can be checked without a reference solution is checked: it ends with the gold final claim, its
+    arithmetic and numeric comparisons hold (the numeric_consistency judge's checks), it is a plain
+    paragraph of sensible length. A wrong step that states no checkable number cannot be caught, which is
+    why an LLM-written A is opt-in (`llm_expand`)."""
+    from judgeops.tasks.judges.programmatic import consistency_errors
+
+    text = " ".join((text or "").split())
+    closing = f"{FINAL_CLAIM} {gold.rstrip('.')}."
+    if not text.endswith(closing):
+        raise NotApplicable(f"does not end with {closing!r}: {text[-60:]!r}")
+    if not 80 <= len(text) <= 1200:
+        raise NotApplicable(f"length {len(text)} outside [80, 1200] characters")
+    if re.search(r"<<<|>>>|[*#`]", text):
+        raise NotApplicable("formatting or fence markers in the explanation")
+    errors = consistency_errors(text)
+    if errors:
+        raise NotApplicable(f"its own arithmetic does not hold: {errors[0]}")
+    return text
+
+
+def llm_expansions(
+    items: list[tuple[str, str, str]], model: JudgeConfig, cache_path: str, max_tokens: int = 220
+) -> dict[str, str]:
+    """For each (item_id, question, gold): the model's answer A, or why it is not used ("rejected: ...")."""
+    prompts = {item_id: expansion_prompt(question, gold) for item_id, question, gold in items}
+    golds = {item_id: gold for item_id, _, gold in items}
+    out = {}
+    for item_id, reply in _ask(model, prompts, cache_path, max_tokens).items():
+        if reply.error:
+            out[item_id] = f"rejected: generator call failed: {reply.error}"
+            continue
+        try:
+            out[item_id] = check_expansion(reply.text, golds[item_id])
+        except NotApplicable as exc:
+            out[item_id] = f"rejected: {exc}"
     return out
 
 
