@@ -144,7 +144,10 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
     published = variants[variants["pair_id"].str.startswith("judgebench-")]
     assert len(published) == 24 and set(published["order"]) == {"AB", "BA"}
     verdicts = store.read_pandas("verdicts")
-    assert verdicts["variant_id"].isin(published["variant_id"]).sum() == 24 * 4  # every judge, both orders
+    programmatic = verdicts[verdicts["judge_id"] != "smollm2-135m"]  # SmolLM2 judges a 4-pair sample
+    assert (
+        programmatic["variant_id"].isin(published["variant_id"]).sum() == 24 * 4
+    )  # every judge, both orders
     assert set(store.read_pandas("consensus")["unit_id"]) == set(variants["variant_id"])
     profiles = store.read_pandas("profiles")
     jb = profiles[profiles["benchmark"] == "judgebench"]

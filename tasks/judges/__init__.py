@@ -54,7 +54,8 @@ def _subset(
     table["stratum"] = table["pair_id"].map(types).fillna("(none)")
     table = table.sort_values("rank")
     table["turn"] = table.groupby("stratum").cumcount()  # 0 for each type's first pair, then 1, ...
-    chosen = table.sort_values(["turn", "rank"])["pair_id"].head(max_pairs)
+    table["published"] = table["stratum"] == "(none)"  # within a turn, judgerEva's error types first
+    chosen = table.sort_values(["turn", "published", "rank"])["pair_id"].head(max_pairs)
     return variants[variants["pair_id"].isin(set(chosen))]
 
 
