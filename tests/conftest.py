@@ -24,12 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
-def small_config(store_url: str, n_items: int = 48) -> EvaluateConfig:
-    """A fast configuration for flow tests: every stage runs, on a few dozen items, with the default
-    panel (SmolLM2 on 4 pairs, one per error type) and the call cache beside the store."""
-    default = EvaluateConfig()
+def small_config(store_url: str, n_items: int = 48, llm: bool = False) -> EvaluateConfig:
+    """A fast configuration for flow tests: every stage runs, on a few dozen items, with the call cache
+    beside the store. The programmatic judges only, unless `llm`: then also the default panel's SmolLM2,
+    on 4 pairs (one per error type) — each process that runs it pays ~20 s (torch import, model, prompts)."""
     judges = [
-        j if j.backend == "programmatic" else j.model_copy(update={"max_pairs": 4}) for j in default.judges
+        j if j.backend == "programmatic" else j.model_copy(update={"max_pairs": 4})
+        for j in EvaluateConfig().judges
+        if llm or j.backend == "programmatic"
     ]
     return EvaluateConfig(
         sources=[BankSource(n_items=n_items, seed=1)],

@@ -21,7 +21,7 @@ AS_OF = dt.date(2026, 11, 23)
 @pytest.fixture(scope="module")
 def first_run(prefect_server, tmp_path_factory):
     url = str(tmp_path_factory.mktemp("e2e") / "store")
-    result = evaluate(config=small_config(url), as_of=AS_OF)
+    result = evaluate(config=small_config(url, llm=True), as_of=AS_OF)  # the default panel, SmolLM2 included
     return url, result
 
 
@@ -39,9 +39,15 @@ def test_the_flow_writes_every_artifact_and_a_report(first_run):
     assert (
         (profiles["ci_low"] <= profiles["estimate"]) & (profiles["estimate"] <= profiles["ci_high"])
     ).all()
+    assert "smollm2-135m" in judges  # a real LLM in the default panel, judging its 4-pair sample
+    smol = store.read_pandas("verdicts").query("judge_id == 'smollm2-135m'")
+    assert (
+        len(smol) == 4 * 6 and smol["verdict"].isin(["A", "B"]).all() and smol["p_first"].between(0, 1).all()
+    )
     html = open(result.report, encoding="utf-8").read()
     for needle in ["Accuracy by error type", "Accuracy by display order", "data:image/png;base64", *judges]:
         assert needle in html
+    assert "a real but weak LLM" in html
     assert store.run_record()["status"] == "completed"
 
 
@@ -64,7 +70,7 @@ def test_the_run_and_its_artifacts_are_on_the_prefect_server(first_run):
 
 def test_a_second_run_reuses_every_stage(first_run):
     url, first = first_run
-    second = evaluate(config=small_config(url), as_of=AS_OF)
+    second = evaluate(config=small_config(url, llm=True), as_of=AS_OF)
     store = ArtifactStore(url, second.run_id)
     for name in TABLES:
         assert store.manifest(name)["reused_from"] == first.run_id, name
