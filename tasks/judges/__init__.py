@@ -6,9 +6,10 @@ won" or not.
 
 A programmatic judge reads each unit directly. An LLM judge goes protocol → requests → call cache →
 backend: the protocol (protocols.py) turns a unit into requests, each keyed by calls.call_key; hits come
-from the cache (cache.py) and never reach the backend; misses go to the backend in chunks of
-`batch_size`, and each finished chunk is committed to the cache before the next starts, so a crash
-loses at most one chunk and a rerun pays only for what was never answered. The backend is created
+from the cache (cache.py) and never reach the backend; misses go to the backend in small chunks (at most
+`batch_size`, about four requests per concurrency slot), and each finished chunk is committed to the cache
+before the next starts, so a crash loses at most one chunk and a rerun pays only for what was never
+answered. The backend is created
 only when there is a miss: a warm rerun neither loads a model nor opens a connection.
 """
 
@@ -29,7 +30,16 @@ from judgeops.tasks.judges.calls import Call, Reply, call_key
 from judgeops.tasks.judges.programmatic import judge_unit
 from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
 
-__all__ = ["JudgeBackendError", "coverage", "judge_variants", "run_judge", "to_canonical", "units_for"]
+__all__ = [
+    "JudgeBackendError",
+    "complete_cached",
+    "coverage",
+    "get_backend",
+    "judge_variants",
+    "run_judge",
+    "to_canonical",
+    "units_for",
+]
 
 ProgressFn = Callable[[int, int, int, int], None]  # (calls done, calls total, errors so far, cache hits)
 

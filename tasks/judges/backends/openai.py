@@ -133,7 +133,7 @@ class OpenAIBackend:
 
         def runner() -> None:  # own thread, own event loop: safe inside a Prefect task or a notebook
             try:
-                box["replies"] = asyncio.run(self._complete(calls, out))
+                asyncio.run(self._complete(calls, out))
             except BaseException as exc:  # re-raised in the caller's thread
                 box["error"] = exc
 
@@ -163,7 +163,7 @@ class OpenAIBackend:
                     estimate = len(SYSTEM + call.request.prompt) / 4 + call.request.max_tokens
                     await requests.take(1)
                     await tokens.take(estimate)
-                    reply = await self._call(client, call)
+                    reply = self._redacted(await self._call(client, call))
                     self.breaker.record(reply)
                     out[call.key] = reply
 
@@ -174,6 +174,15 @@ class OpenAIBackend:
                 f"(last: {self.breaker.last}); stopping this batch. Finished calls are cached: "
                 "rerun to resume from where it stopped."
             )
+
+    def _redacted(self, reply: Reply) -> Reply:
+        """A server that echoes the request headers must not put the key into the cache or the verdicts."""
+        if self._key:
+            for field in ("text", "raw", "error"):
+                value = getattr(reply, field)
+                if value and self._key in value:
+                    setattr(reply, field, value.replace(self._key, "***"))
+        return reply
 
     def _body(self, call: Call) -> dict:
         d = self.judge.decoding
