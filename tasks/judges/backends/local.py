@@ -14,8 +14,10 @@ default panel because it is a real model whose position bias the profiles must s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import io
 import logging
 import os
 import shutil
@@ -51,10 +53,20 @@ def model_cache_dir() -> Path:
     return Path(os.environ.get("JUDGEOPS_MODEL_CACHE", Path.home() / ".cache" / "judgeops" / "models"))
 
 
+def _content_tag(gguf: Path, block: int = 1 << 22) -> str:
+    """Identifies the file's content cheaply (size, first and last 4 MiB), wherever it is installed: a
+    new virtual environment with the same wheel reuses the converted copy."""
+    h = hashlib.sha256(str(gguf.stat().st_size).encode())
+    with gguf.open("rb") as f:
+        h.update(f.read(block))
+        f.seek(max(0, gguf.stat().st_size - block))
+        h.update(f.read(block))
+    return h.hexdigest()[:16]
+
+
 def _converted_copy(gguf: Path) -> Path:
     """De-quantise once into a safetensors copy (atomic: written to a temp dir, then renamed)."""
-    stat = gguf.stat()
-    tag = hashlib.sha256(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    tag = _content_tag(gguf)
     target = model_cache_dir() / f"{gguf.stem}-{tag}"
     if (target / "config.json").exists():
         return target
@@ -66,16 +78,11 @@ def _converted_copy(gguf: Path) -> Path:
         target,
     )
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    previous = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"  # transformers' GGUF de-quantisation draws a progress bar per load
-    try:
+    with contextlib.redirect_stderr(
+        io.StringIO()
+    ):  # transformers draws a progress bar for the de-quantisation
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    finally:
-        if previous is None:
-            os.environ.pop("TQDM_DISABLE")
-        else:
-            os.environ["TQDM_DISABLE"] = previous
     model.hf_quantizer = None  # the weights are plain fp32 tensors now
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
