@@ -1,6 +1,9 @@
+import numpy as np
 import pandas as pd
+import pytest
 
 from judgeops.tasks.aggregate import aggregate, consensus_as_verdicts
+from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import MajorityVote, ScoreAverage
 
 
@@ -47,3 +50,116 @@ def test_swapping_candidates_flips_the_panel_decision():
     b = aggregate(bwd, variants, ["mv", "avg"]).set_index("method")
     assert (f["score"] + b["score"]).abs().max() < 1e-9
     assert f.loc["mv", "label"] == "A" and b.loc["mv", "label"] == "B"
+
+
+# crowd-kit's toy YSDA panel (its tests/conftest.py): 5 workers × 5 tasks, w3 did not label t1.
+TOY_VOTES = """
+w1 no  yes yes yes yes
+w2 yes yes no  yes no
+w3 -   yes no  yes no
+w4 yes no  yes yes no
+w5 no  no  no  yes no
+"""
+TOY_TRUTH = {"t1": "yes", "t2": "yes", "t3": "no", "t4": "yes", "t5": "no"}
+# crowd-kit's Dawid-Skene step-by-step reference (tests/aggregation/test_ds_aggregation.py), compared there
+# with atol 0.005: posteriors P(no), P(yes) per task; priors; P(observed | true) per worker and true label.
+DS_REFERENCE = {
+    0: {
+        "probas": {"t1": 0.5, "t2": 0.4, "t3": 0.6, "t4": 0.0, "t5": 0.8},  # P(no)
+        "priors_no": 0.46,
+        "errors_no_given": {
+            "w1": (0.22, 0.19),
+            "w2": (0.61, 0.22),
+            "w3": (0.78, 0.27),
+            "w4": (0.52, 0.30),
+            "w5": (1.00, 0.63),
+        },
+        "labels": {"t1": "no", "t2": "yes", "t3": "no", "t4": "yes", "t5": "no"},
+    },
+    1: {
+        "probas": {"t1": 0.35, "t2": 0.26, "t3": 0.87, "t4": 0.00, "t5": 0.95},
+        "priors_no": 0.49,
+        "errors_no_given": {
+            "w1": (0.14, 0.25),
+            "w2": (0.75, 0.07),
+            "w3": (0.87, 0.09),
+            "w4": (0.50, 0.31),
+            "w5": (1.00, 0.61),
+        },
+        "labels": {"t1": "yes", "t2": "yes", "t3": "no", "t4": "yes", "t5": "no"},
+    },
+}
+
+
+def toy_votes() -> pd.DataFrame:
+    rows = []
+    for line in TOY_VOTES.strip().splitlines():
+        worker, *labels = line.split()
+        rows += [(f"t{i + 1}", worker, label) for i, label in enumerate(labels) if label != "-"]
+    return pd.DataFrame(rows, columns=["task", "worker", "label"])
+
+
+@pytest.mark.parametrize("n_iter", [0, 1])
+def test_dawid_skene_matches_crowd_kit_step_by_step(n_iter):
+    ref = DS_REFERENCE[n_iter]
+    ds = DawidSkene(n_iter=n_iter, tol=0).fit(toy_votes())
+    assert np.allclose(ds.probas_["no"].to_numpy(), list(ref["probas"].values()), atol=0.005)
+    assert np.allclose(ds.probas_.sum(axis=1), 1.0)
+    assert abs(ds.priors_["no"] - ref["priors_no"]) <= 0.005
+    for worker, (given_no, given_yes) in ref["errors_no_given"].items():
+        said_no = ds.errors_.loc[(worker, "no")]  # P(says no | true no), P(says no | true yes)
+        assert abs(said_no["no"] - given_no) <= 0.005 and abs(said_no["yes"] - given_yes) <= 0.005
+        assert np.allclose(ds.errors_.loc[worker].sum(axis=0), 1.0)  # each true label's column sums to 1
+    assert ds.labels_.to_dict() == ref["labels"]
+
+
+@pytest.mark.parametrize("n_iter, tol", [(10, 0), (100500, 1e-5)])
+def test_dawid_skene_recovers_the_toy_ground_truth(n_iter, tol):
+    ds = DawidSkene(n_iter=n_iter, tol=tol).fit(toy_votes())
+    assert ds.labels_.to_dict() == TOY_TRUTH
+    if tol:
+        assert len(ds.loss_history_) < 100500  # converged on the evidence lower bound
+
+
+@pytest.mark.parametrize("overlap", [3, 300])
+def test_dawid_skene_on_crowd_kit_s_symmetric_overlap_panel(overlap):
+    votes = pd.DataFrame(
+        [
+            {"task": t, "worker": w, "label": "yes" if (w - t) % 3 else "no"}
+            for w in range(overlap)
+            for t in range(3)
+        ]
+    )
+    ds = DawidSkene(20).fit(votes)
+    assert np.allclose(ds.probas_["no"], 1 / 3, atol=0.005) and (ds.labels_ == "yes").all()
+    assert abs(ds.priors_["no"] - 1 / 3) <= 0.005
+
+
+def test_dawid_skene_beats_majority_vote_when_a_clique_of_weak_judges_agrees():
+    """Known truth: 3 weak judges (60% accurate) and 2 strong ones (95%), conditionally independent."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    truth = rng.integers(0, 2, n)
+    accuracy = {"weak1": 0.6, "weak2": 0.6, "weak3": 0.6, "strong1": 0.95, "strong2": 0.95}
+    rows = []
+    for worker, acc in accuracy.items():
+        right = rng.random(n) < acc
+        said = np.where(right, truth, 1 - truth)
+        rows.append(
+            pd.DataFrame({"task": np.arange(n), "worker": worker, "label": np.array(["B", "A"])[said]})
+        )
+    votes = pd.concat(rows, ignore_index=True)
+    gold = pd.Series(np.array(["B", "A"])[truth])
+    ds = DawidSkene().fit(votes)
+    mv = MajorityVote().fit(votes)
+    ds_acc = (ds.labels_.sort_index().to_numpy() == gold.to_numpy()).mean()
+    mv_acc = (mv.labels_.sort_index().to_numpy() == gold.to_numpy()).mean()
+    # the oracle: a log-odds weighted vote with the true accuracies (the Bayes rule for this panel)
+    weights = votes["worker"].map({w: np.log(a / (1 - a)) for w, a in accuracy.items()})
+    signed = weights * np.where(votes["label"] == "A", 1, -1)
+    oracle = np.where(signed.groupby(votes["task"]).sum().sort_index() > 0, "A", "B")
+    oracle_acc = (oracle == gold.to_numpy()).mean()
+    assert ds_acc > mv_acc + 0.03 and ds_acc >= oracle_acc - 0.01  # measured: 0.954 vs MV 0.901, oracle 0.957
+    for worker, acc in accuracy.items():  # the confusion matrices recover the accuracies
+        err = ds.errors_.loc[worker]
+        assert abs((err.loc["A", "A"] + err.loc["B", "B"]) / 2 - acc) < 0.03
