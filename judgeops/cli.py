@@ -252,6 +252,68 @@ def cmd_cache_prune(args) -> int:
     return 0
 
 
+def _read_table(path: str, what: str):
+    import pandas as pd
+
+    file = Path(path)
+    if not file.exists():
+        raise SystemExit(f"{what} file not found: {file}")
+    if file.suffix == ".parquet":
+        return pd.read_parquet(file)
+    if file.suffix == ".csv":
+        return pd.read_csv(file)
+    raise SystemExit(f"{file}: expected a .csv or .parquet file")
+
+
+def cmd_aggregate(args) -> int:
+    """Aggregate a long table of votes (task, worker, label) or scores (task, worker, score)."""
+    from judgeops.tasks.aggregate import AGGREGATORS, get_aggregator
+
+    try:
+        estimator = get_aggregator(args.method)
+    except ValueError as exc:
+        _error(f"judgeops aggregate: {exc}")
+        return 2
+    kind = AGGREGATORS[args.method][1]
+    votes = _read_table(args.votes, "votes")
+    missing = [c for c in ("task", "worker", kind) if c not in votes.columns]
+    if missing:
+        _error(f"{args.votes}: method {args.method} needs columns task, worker, {kind}; missing {missing}")
+        return 2
+    votes = votes.assign(task=votes["task"].astype(str))
+    predicted = estimator.fit_predict(votes).rename(kind)
+    out = predicted.rename_axis("task").reset_index()
+    if kind == "label" and hasattr(estimator, "probas_"):
+        probas = estimator.probas_
+        out["probability"] = [
+            float(probas.loc[t, lab]) if lab in probas.columns else float("nan")
+            for t, lab in zip(out["task"], out["label"], strict=True)
+        ]
+    if args.out:
+        (out.to_parquet if args.out.endswith(".parquet") else out.to_csv)(args.out, index=False)
+        print(f"wrote {len(out)} predictions to {args.out}")
+    else:
+        sys.stdout.write(out.to_csv(index=False))
+    if args.truth:
+        truth = _read_table(args.truth, "truth")
+        if not {"task", kind} <= set(truth.columns):
+            _error(f"{args.truth}: expected columns task, {kind}")
+            return 2
+        truth = truth.assign(task=truth["task"].astype(str)).set_index("task")[kind]
+        pred = predicted.reindex(truth.index)
+        if kind == "label":
+            answered = pred.notna() & (pred != "tie")
+            print(f"accuracy: {(pred == truth).mean():.4f}")
+        else:
+            from scipy.stats import kendalltau
+
+            answered = pred.notna()
+            print(f"mae: {(pred[answered] - truth[answered]).abs().mean():.4f}")
+            print(f"kendall_tau: {kendalltau(pred[answered], truth[answered]).statistic:.4f}")
+        print(f"coverage: {answered.mean():.4f} ({int(answered.sum())} of {len(truth)} tasks)")
+    return 0
+
+
 def cmd_config(args) -> int:
     sys.stdout.write(dump_config(load_config(args.config)))
     return 0
@@ -431,6 +493,17 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--unparsable", action="store_true", help="entries whose output could not be parsed")
     prune.add_argument("--all", action="store_true", help="every entry")
     prune.set_defaults(fn=cmd_cache_prune)
+
+    agg = sub.add_parser(
+        "aggregate", help="aggregate a long table of votes or scores (csv/parquet) without labels"
+    )
+    agg.add_argument("votes", help="task, worker, label (categorical) or task, worker, score (continuous)")
+    agg.add_argument("--method", required=True, help="mv, avg, dawid_skene")
+    agg.add_argument(
+        "--truth", help="task, label (or task, score): prints accuracy (or mae, Kendall τ) and coverage"
+    )
+    agg.add_argument("--out", help="write the predictions here (.csv or .parquet); default: stdout")
+    agg.set_defaults(fn=cmd_aggregate)
 
     sub.add_parser("config", help="print the effective configuration as YAML").set_defaults(fn=cmd_config)
     sub.add_parser("deploy", help="register the deployments of deploy/prefect.yaml").set_defaults(

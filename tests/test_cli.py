@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -147,3 +148,29 @@ def test_cache_stats_and_prune(tmp_path, capsys):
         assert set(cache.get_many(["a", "b", "c"])) == {"a"}
     with pytest.raises(SystemExit, match="no judge-call cache"):
         main(["cache", "stats", "--path", str(tmp_path / "missing.sqlite")])
+
+
+def test_aggregate_reads_long_votes_and_scores_against_truth(tmp_path, capsys):
+    from tests.test_aggregate import TOY_TRUTH, toy_votes
+
+    votes, truth = tmp_path / "votes.csv", tmp_path / "truth.parquet"
+    toy_votes().to_csv(votes, index=False)
+    pd.DataFrame({"task": list(TOY_TRUTH), "label": list(TOY_TRUTH.values())}).to_parquet(truth)
+    out = tmp_path / "pred.parquet"
+    assert (
+        main(["aggregate", str(votes), "--method", "dawid_skene", "--truth", str(truth), "--out", str(out)])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "accuracy: 1.0000" in printed and "coverage: 1.0000 (5 of 5 tasks)" in printed
+    pred = pd.read_parquet(out)
+    assert (
+        pred.set_index("task")["label"].to_dict() == TOY_TRUTH and pred["probability"].between(0.5, 1).all()
+    )
+    assert main(["aggregate", str(votes), "--method", "mv", "--truth", str(truth)]) == 0
+    printed = capsys.readouterr().out
+    assert "t1,tie," in printed  # a 2-2 split stays a tie: counted wrong and not covered
+    assert "accuracy: 0.8000" in printed and "coverage: 0.8000 (4 of 5 tasks)" in printed
+    assert main(["aggregate", str(votes), "--method", "avg"]) == 2
+    assert "needs columns task, worker, score; missing ['score']" in capsys.readouterr().err
+    assert main(["aggregate", str(votes), "--method", "baer"]) == 2

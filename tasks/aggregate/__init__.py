@@ -10,9 +10,28 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import TIE, MajorityVote, ScoreAverage
 
 NO_VOTES = "no_votes"
+
+# name → (estimator class, input kind). Categorical methods read `task, worker, label`; continuous ones
+# read `task, worker, score`.
+AGGREGATORS = {
+    "mv": (MajorityVote, "label"),
+    "avg": (ScoreAverage, "score"),
+    "dawid_skene": (DawidSkene, "label"),
+}
+PLANNED = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer")  # issue 6, not built yet
+
+
+def get_aggregator(name: str, **params):
+    """An unfitted estimator by name, e.g. get_aggregator("dawid_skene", n_iter=50)."""
+    if name in AGGREGATORS:
+        return AGGREGATORS[name][0](**params)
+    if name in PLANNED:
+        raise ValueError(f"aggregator {name!r} is not implemented yet; available: {sorted(AGGREGATORS)}")
+    raise ValueError(f"unknown aggregator {name!r}; available: {sorted(AGGREGATORS)}")
 
 
 def _majority_vote(verdicts: pd.DataFrame, units: pd.Index) -> pd.DataFrame:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from judgeops.tasks.aggregate.mv import _check
+
 
 class DawidSkene:
     """Fitted: `probas_` (task × label), `labels_` (task; ties → the first label in sorted order),
@@ -27,6 +29,7 @@ class DawidSkene:
         self.n_iter, self.tol = n_iter, tol
 
     def fit(self, data: pd.DataFrame) -> DawidSkene:
+        _check(data, ("task", "worker", "label"), "DawidSkene")
         data = data[["task", "worker", "label"]].dropna()
         tasks = pd.Index(sorted(data["task"].unique()), name="task")
         workers = pd.Index(sorted(data["worker"].unique()), name="worker")
