@@ -407,12 +407,16 @@ def cmd_server(args) -> int:
         return 0
     finally:
         for proc in (worker, server):
+            for _ in range(2):  # the worker stops on the second Ctrl-C (STACK_NOTES)
+                if proc is not None and proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
+                    try:
+                        proc.wait(8)
+                    except subprocess.TimeoutExpired:
+                        continue
             if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                proc.kill()
+                proc.wait()
 
 
 def cmd_backfill(args) -> int:

@@ -27,12 +27,14 @@ def _free_port() -> int:
 
 
 def _stop(proc: subprocess.Popen) -> None:
+    """Ctrl-C for `judgeops server` (it stops its server and worker); if that hangs, the whole process
+    group, so no Prefect server or worker outlives the test."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(15)
+            proc.wait(40)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 
@@ -56,6 +58,7 @@ def server_and_worker(tmp_path_factory):
         env=env,
         stdout=open(log, "w"),
         stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: _stop can take the server and worker down with it
     )
     try:
         assert wait_for_api(api, server), log.read_text()[-3000:]
