@@ -27,7 +27,7 @@ from judgeops.tasks.construct import construct
 from judgeops.tasks.ingest import ingest_items
 from judgeops.tasks.judges import get_backend, run_judge, units_for
 from judgeops.tasks.judges.cache import CallCache
-from judgeops.tasks.judges.calls import Call, call_key
+from judgeops.tasks.judges.calls import Call, make_call
 from judgeops.tasks.judges.programmatic import judge_unit
 from judgeops.tasks.judges.protocols import Unit, get_protocol
 
@@ -83,7 +83,7 @@ def calls_for(judge: JudgeConfig, units: list[Unit]) -> list[Call]:
     calls = []
     for u in units:
         for r in protocol.requests(u, None):
-            calls.append(Call(call_key(judge, r, protocol.version, 0), u.unit_id, 0, r))
+            calls.append(make_call(judge, r, protocol.version, u.unit_id))
     return list({c.key: c for c in calls}.values())
 
 

@@ -167,9 +167,11 @@ def _pair_row(
     }
 
 
-def _llm_attempt(item: pd.Series, answer: str, error_type: str, result: Edit | str, gate: GateConfig):
+def _llm_attempt(
+    item: pd.Series, answer: str, error_type: str, result: Edit | NotApplicable, gate: GateConfig
+):
     """(status, reason, flawed, overlap) of the LLM generator's edit, through the verifier and the gate."""
-    if isinstance(result, str):
+    if isinstance(result, NotApplicable):
         return "skipped", f"llm: {result}", None, 0.0
     flawed = result.apply(answer)
     problems = verify_pair(

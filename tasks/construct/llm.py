@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 import pandas as pd
 
@@ -26,10 +28,11 @@ from judgeops.schemas.artifacts import FINAL_CLAIM
 from judgeops.tasks.construct.operators import Edit, NotApplicable
 from judgeops.tasks.judges import complete_cached
 from judgeops.tasks.judges.cache import CallCache
-from judgeops.tasks.judges.calls import Call, Request, call_key
+from judgeops.tasks.judges.calls import Request, make_call
 from judgeops.tasks.judges.prompts import fence
 
 VERSION = "llm-generator-1"
+T = TypeVar("T")
 
 DEFINITIONS = {
     "factual_fabrication": "replace one number, name, date, unit or quantity with a plausible wrong one of the "
@@ -73,41 +76,42 @@ def parse_edit(text: str | None, answer: str) -> Edit:
     return Edit(start, start + len(before), before, after, note or "planted by the LLM generator")
 
 
-def _ask(model: JudgeConfig, prompts: dict, cache_path: str, max_tokens: int) -> dict:
-    """One request per key through the judges' cache and backend: {key: Reply}."""
+def _ask(
+    model: JudgeConfig,
+    prompts: dict,
+    parse: Callable[[object, str | None], T],
+    cache_path: str,
+    max_tokens: int,
+) -> dict[object, T | NotApplicable]:
+    """One request per key through the judges' cache and backend; each reply parsed by `parse(key, text)`,
+    or a NotApplicable saying why it could not be (a failed call, or what `parse` raised)."""
     calls = {
-        key: Call(
-            call_key(model, Request(prompt, max_tokens), VERSION, 0),
-            str(key),
-            0,
-            Request(prompt, max_tokens),
-            model.decoding.seed,
-        )
+        key: make_call(model, Request(prompt, max_tokens), VERSION, str(key))
         for key, prompt in prompts.items()
     }
     with CallCache(cache_path) as cache:
         replies = complete_cached(
             model, list(calls.values()), cache, chunk_size=max(8, 4 * model.max_concurrency)
         )
-    return {key: replies[call.key] for key, call in calls.items()}
+    out: dict[object, T | NotApplicable] = {}
+    for key, call in calls.items():
+        reply = replies[call.key]
+        try:
+            if reply.error:
+                raise NotApplicable(f"generator call failed: {reply.error}")
+            out[key] = parse(key, reply.text)
+        except NotApplicable as exc:
+            out[key] = exc
+    return out
 
 
 def llm_edits(
     tasks: list[tuple[str, str, str, str]], model: JudgeConfig, cache_path: str, max_tokens: int = 200
-) -> dict[tuple[str, str], Edit | str]:
+) -> dict[tuple[str, str], Edit | NotApplicable]:
     """For each (item_id, error_type, question, answer): the model's Edit, or why there is none."""
     answers = {(item_id, error_type): answer for item_id, error_type, _, answer in tasks}
     prompts = {(item_id, t): edit_prompt(question, answer, t) for item_id, t, question, answer in tasks}
-    out: dict[tuple[str, str], Edit | str] = {}
-    for task, reply in _ask(model, prompts, cache_path, max_tokens).items():
-        if reply.error:
-            out[task] = f"generator call failed: {reply.error}"
-            continue
-        try:
-            out[task] = parse_edit(reply.text, answers[task])
-        except NotApplicable as exc:
-            out[task] = str(exc)
-    return out
+    return _ask(model, prompts, lambda task, text: parse_edit(text, answers[task]), cache_path, max_tokens)
 
 
 def expansion_prompt(question: str, gold: str) -> str:
@@ -147,16 +151,12 @@ def llm_expansions(
     """For each (item_id, question, gold): the model's answer A, or why it is not used ("rejected: ...")."""
     prompts = {item_id: expansion_prompt(question, gold) for item_id, question, gold in items}
     golds = {item_id: gold for item_id, _, gold in items}
-    out = {}
-    for item_id, reply in _ask(model, prompts, cache_path, max_tokens).items():
-        if reply.error:
-            out[item_id] = f"rejected: generator call failed: {reply.error}"
-            continue
-        try:
-            out[item_id] = check_expansion(reply.text, golds[item_id])
-        except NotApplicable as exc:
-            out[item_id] = f"rejected: {exc}"
-    return out
+    written = _ask(
+        model, prompts, lambda item_id, text: check_expansion(text, golds[item_id]), cache_path, max_tokens
+    )
+    return {
+        item_id: f"rejected: {r}" if isinstance(r, NotApplicable) else r for item_id, r in written.items()
+    }
 
 
 def assigned_types(items: pd.DataFrame, order, types: list[str]) -> dict[str, str]:

@@ -26,7 +26,7 @@ import pandas as pd
 from judgeops.config import JudgeConfig
 from judgeops.tasks.judges.backends import Backend, JudgeBackendError, get_backend
 from judgeops.tasks.judges.cache import CallCache
-from judgeops.tasks.judges.calls import Call, Reply, call_key
+from judgeops.tasks.judges.calls import Call, Reply, make_call
 from judgeops.tasks.judges.programmatic import judge_unit
 from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
 
@@ -165,7 +165,6 @@ def run_judge(
     `progress(calls answered, cache hits, transport failures)` after each chunk.
     """
     protocol = get_protocol(judge.protocol, judge.rationale, judge.decoding.max_tokens)
-    seed = judge.decoding.seed
     state: dict[tuple[str, int], list[Reply] | None] = {
         (u.unit_id, s): None for u in units for s in range(judge.samples)
     }
@@ -179,12 +178,7 @@ def run_judge(
             requests = protocol.requests(by_id[unit_id], state[(unit_id, s)])
             if requests is None:
                 continue
-            asked[(unit_id, s)] = [
-                Call(
-                    call_key(judge, r, protocol.version, s), unit_id, s, r, None if seed is None else seed + s
-                )
-                for r in requests
-            ]
+            asked[(unit_id, s)] = [make_call(judge, r, protocol.version, unit_id, s) for r in requests]
             calls.extend(asked[(unit_id, s)])
 
         def tally(hit: int, answered_now: int, failed: int) -> None:

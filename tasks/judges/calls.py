@@ -65,9 +65,27 @@ def call_key(judge: JudgeConfig, request: Request, protocol_version: str, sample
         "choices": list(request.choices),
         "temperature": d.temperature,
         "top_logprobs": d.top_logprobs,
-        "seed": None if d.seed is None else d.seed + sample,
+        "seed": sample_seed(judge, sample),
         "protocol": protocol_version,
         "prompts": PROMPT_VERSION,
         "sample": sample,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def sample_seed(judge: JudgeConfig, sample: int) -> int | None:
+    """Sample i is sent with the judge's seed + i (None when the judge sets no seed)."""
+    return None if judge.decoding.seed is None else judge.decoding.seed + sample
+
+
+def make_call(
+    judge: JudgeConfig, request: Request, protocol_version: str, unit_id: str, sample: int = 0
+) -> Call:
+    """The Call for one request: its cache key and the seed it is sent with, both from one rule."""
+    return Call(
+        call_key(judge, request, protocol_version, sample),
+        unit_id,
+        sample,
+        request,
+        sample_seed(judge, sample),
+    )

@@ -50,6 +50,10 @@ _WORD = re.compile(r"^\W*(yes|no)\b", re.I)
 _SCORES = re.compile(r"A\W{0,3}[:=]\s*(\d+(?:\.\d+)?).{0,40}?B\W{0,3}[:=]\s*(\d+(?:\.\d+)?)", re.I | re.S)
 
 
+def _unparsable(text: str | None) -> Decision:
+    return Decision(None, None, None, f"unparsable: {(text or '')[:80]!r}")
+
+
 def _failed(replies: list[Reply]) -> Decision | None:
     for reply in replies:
         if reply.error:
@@ -95,7 +99,7 @@ class Pairwise:
         elif p_first is not None:
             verdict = _by_p(p_first)
         else:
-            return Decision(None, None, None, f"unparsable: {(reply.text or '')[:80]!r}")
+            return _unparsable(reply.text)
         rationale = None
         if self.rationale and reply.text:
             rationale = reply.text[letter.end() :].strip(" .:\n") if letter else reply.text.strip()
@@ -110,8 +114,12 @@ def _p_yes(reply: Reply) -> float | None:
     return None if word is None else float(word.group(1).lower() == "yes")
 
 
-def _two_alone(p_a: float, p_b: float) -> Decision:
-    """Each answer judged alone: P(first correct and second not | exactly one correct) as p_first."""
+def _two_alone(first: Reply, second: Reply) -> Decision:
+    """Each answer judged alone (a yes/no reply each): P(first correct and second not | exactly one
+    correct) as p_first; unparsable when either reply names neither yes nor no."""
+    p_a, p_b = _p_yes(first), _p_yes(second)
+    if p_a is None or p_b is None:
+        return _unparsable((first if p_a is None else second).text)
     num, den = p_a * (1 - p_b), p_a * (1 - p_b) + p_b * (1 - p_a)
     p_first = num / den if den > 0 else 0.5
     return Decision(_by_p(p_first), p_first, f"P(correct): A {p_a:.3f}, B {p_b:.3f}")
@@ -131,11 +139,7 @@ class Pointwise:
     def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
         if failed := _failed(replies):
             return failed
-        p_a, p_b = _p_yes(replies[0]), _p_yes(replies[1])
-        if p_a is None or p_b is None:
-            bad = replies[0] if p_a is None else replies[1]
-            return Decision(None, None, None, f"unparsable: {(bad.text or '')[:80]!r}")
-        return _two_alone(p_a, p_b)
+        return _two_alone(replies[0], replies[1])
 
 
 class ScoreThenChoose:
@@ -151,7 +155,7 @@ class ScoreThenChoose:
             return failed
         scores = _SCORES.search(replies[0].text or "")
         if not scores:
-            return Decision(None, None, None, f"unparsable: {(replies[0].text or '')[:80]!r}")
+            return _unparsable(replies[0].text)
         s_a, s_b = float(scores.group(1)), float(scores.group(2))
         p_first = 1 / (1 + math.exp(-(s_a - s_b)))
         return Decision(_by_p(p_first), p_first, f"scores: A {s_a:g}, B {s_b:g}")
@@ -179,11 +183,9 @@ class BlindReference:
     def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
         if failed := _failed(replies):
             return failed
-        p_a, p_b = _p_yes(replies[1]), _p_yes(replies[2])
-        if p_a is None or p_b is None:
-            bad = replies[1] if p_a is None else replies[2]
-            return Decision(None, None, None, f"unparsable: {(bad.text or '')[:80]!r}")
-        decision = _two_alone(p_a, p_b)
+        decision = _two_alone(replies[1], replies[2])
+        if decision.verdict is None:
+            return decision
         solution = (replies[0].text or "").strip().replace("\n", " ")[:160]
         return Decision(decision.verdict, decision.p_first, f"own solution: {solution}; {decision.rationale}")
 
