@@ -231,12 +231,13 @@ def judge_variants(
             if judge.backend == "programmatic":
                 judged = {}
                 for start in range(0, len(units), batch_size):
-                    for unit in units[start : start + batch_size]:
+                    batch = units[start : start + batch_size]
+                    for unit in batch:
                         t0 = time.perf_counter()
                         decision = judge_unit(judge.model, judge.protocol, unit)
                         ms = (time.perf_counter() - t0) * 1000
                         judged[unit.unit_id] = JudgedUnit(decision, 1, None, None, ms, None, 1, 0)
-                    done += len(units[start : start + batch_size])
+                    done += len(batch)
                     if progress:
                         progress(done, total, errors, hits)
             else:
