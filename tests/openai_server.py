@@ -143,18 +143,10 @@ class Handler(BaseHTTPRequestHandler):
             },
         }
         self._send(200, json.dumps(content).encode(), {}, prompt)
-        if srv.opts.die_after and seen >= srv.opts.die_after:
-            os._exit(3)  # killed mid-run: no clean shutdown, connections in flight are dropped
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str], prompt: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
+        """Send and log one response. Under the server's lock, so a response is either sent and logged, or
+        (after --die-after answers) never sent: the log is exactly what clients received."""
         srv: Server = self.server  # type: ignore[assignment]
         entry = {
             "sha256": hashlib.sha256(prompt.encode()).hexdigest(),
@@ -164,8 +156,20 @@ class Handler(BaseHTTPRequestHandler):
             "key_sha256": hashlib.sha256(self.headers.get("authorization", "").encode()).hexdigest(),
             "model": self._model,
         }
-        with srv.lock, open(srv.opts.log, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
+        with srv.lock:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+            with open(srv.opts.log, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+            srv.answered += 1
+            if srv.opts.die_after and srv.answered >= srv.opts.die_after:
+                os._exit(3)  # killed mid-run: no clean shutdown, connections in flight are dropped
 
 
 class Server(ThreadingHTTPServer):
@@ -173,7 +177,7 @@ class Server(ThreadingHTTPServer):
 
     def __init__(self, opts: argparse.Namespace):
         super().__init__(("127.0.0.1", opts.port), Handler)
-        self.opts, self.seen, self.lock = opts, 0, threading.Lock()
+        self.opts, self.seen, self.answered, self.lock = opts, 0, 0, threading.Lock()
 
 
 class ServerProcess:
