@@ -18,19 +18,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate.mv import _check
+from judgeops.tasks.aggregate._base import TIE, check_frame
 
 
 class DawidSkene:
-    """Fitted: `probas_` (task × label), `labels_` (task; ties → the first label in sorted order),
+    """Fitted: `probas_` (task × label), `labels_` (task; exact ties → `tie`, where crowd-kit takes the
+    first label),
     `priors_` (label), `errors_` ((worker, observed label) × true label: P(observed | true)), `loss_history_`."""
 
     def __init__(self, n_iter: int = 100, tol: float = 1e-5):
         self.n_iter, self.tol = n_iter, tol
 
     def fit(self, data: pd.DataFrame) -> DawidSkene:
-        _check(data, ("task", "worker", "label"), "DawidSkene")
-        data = data[["task", "worker", "label"]].dropna()
+        data = check_frame(data, "label", "DawidSkene")[["task", "worker", "label"]]
         tasks = pd.Index(sorted(data["task"].unique()), name="task")
         workers = pd.Index(sorted(data["worker"].unique()), name="worker")
         labels = pd.Index(sorted(data["label"].unique()), name="label")
@@ -54,11 +54,8 @@ class DawidSkene:
                     break
 
         self.probas_ = pd.DataFrame(probas, index=tasks, columns=labels)
-        self.labels_ = (
-            self.probas_.idxmax(axis=1).rename("agg_label")
-            if n_t
-            else pd.Series(dtype=float, name="agg_label")
-        )
+        tied = self.probas_.eq(self.probas_.max(axis=1), axis=0).sum(axis=1) > 1
+        self.labels_ = self.probas_.idxmax(axis=1).astype(object).where(~tied, TIE).rename("agg_label")
         self.priors_ = pd.Series(priors, index=labels, name="prior")
         index = pd.MultiIndex.from_product([workers, labels], names=["worker", "label"])
         self.errors_ = pd.DataFrame(errors.reshape(n_w * k, k), index=index, columns=labels)

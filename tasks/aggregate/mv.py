@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-TIE = "tie"
+from judgeops.tasks.aggregate._base import TIE, check_frame, two_component_posterior
 
-
-def _check(df: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name}.fit: expected a long table with columns {list(columns)}, missing {missing}")
+__all__ = ["TIE", "MajorityVote", "ScoreAverage"]
 
 
 class MajorityVote:
     """The most frequent label of each task; ties are reported as ties, never broken by column order.
 
-    Input: a long table `task, worker, label` (a missing vote is a missing row).
+    Input: a long table `task, worker, label` (a missing vote is a missing row). Any number of labels.
 
     >>> votes = pd.DataFrame({"task": [1, 1, 1, 2, 2], "worker": list("abcab"), "label": list("AABAB")})
     >>> MajorityVote().fit_predict(votes).tolist()
@@ -24,7 +21,7 @@ class MajorityVote:
     """
 
     def fit(self, df: pd.DataFrame) -> MajorityVote:
-        _check(df, ("task", "worker", "label"), "MajorityVote")
+        df = check_frame(df, "label", "MajorityVote")
         counts = df.groupby(["task", "label"]).size().unstack(fill_value=0)
         self.counts_ = counts
         self.probas_ = counts.div(counts.sum(axis=1), axis=0)
@@ -41,14 +38,31 @@ class MajorityVote:
 
 
 class ScoreAverage:
-    """The mean score of each task: `task, worker, score` → score_ (AVG in the papers)."""
+    """The mean score of each task: `task, worker, score` → `scores_` (AVG in the papers).
+
+    Binary decisions (`labels_`, `probas_`, first class = high score): scores that are probabilities
+    (all in [0, 1]) are read as P(first class) and cut at 0.5 (exactly 0.5 is a tie); other scales are
+    split by a two-component mixture on the averages, with no labels and no assumed class balance."""
+
+    def __init__(self, classes: tuple[str, str] = ("A", "B")):
+        self.classes = classes
 
     def fit(self, df: pd.DataFrame) -> ScoreAverage:
-        _check(df, ("task", "worker", "score"), "ScoreAverage")
+        df = check_frame(df, "score", "ScoreAverage")
         grouped = df.groupby("task")["score"]
         self.scores_ = grouped.mean()
         self.counts_ = grouped.size()
+        s = self.scores_.to_numpy()
+        p = s if ((s >= 0) & (s <= 1)).all() else two_component_posterior(s)
+        first, second = self.classes
+        self.probas_ = pd.DataFrame({first: p, second: 1 - p}, index=self.scores_.index)
+        self.labels_ = pd.Series(
+            np.where(p > 0.5, first, np.where(p < 0.5, second, TIE)).astype(object), index=self.scores_.index
+        )
         return self
 
     def fit_predict(self, df: pd.DataFrame) -> pd.Series:
         return self.fit(df).scores_
+
+    def fit_predict_proba(self, df: pd.DataFrame) -> pd.DataFrame:
+        return self.fit(df).probas_

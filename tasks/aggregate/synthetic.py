@@ -11,9 +11,11 @@ judge). Every panel records its parameters and seed, so a result can be traced t
 | regime                      | what it stresses                                                       |
 |-----------------------------|------------------------------------------------------------------------|
 | independent                 | (i) conditionally independent judges of mixed accuracy                 |
-| clique                      | (ii) a correlated clique of weak judges that outvotes one strong judge  |
-| confounder_follows_quality  | (iii) a confounder whose loadings follow quality (second order enough) |
-| confounder_independent      | (iv) a confounder independent of quality dominating the covariance     |
+| clique                      | (ii) a correlated clique of four weak judges outvotes one strong judge |
+| confounder_follows_quality  | (iii) a confounder orthogonal to quality; the dominant covariance still |
+|                             | follows quality (second order is enough)                               |
+| confounder_independent      | (iv) twelve judges; a confounder independent of quality, loading       |
+|                             | unevenly, dominates the covariance (second order is not enough)        |
 | below_chance_order          | (v) most judges below chance, with judge-specific position bias; each  |
 |                             | task shown in both orders, each order a separate run (`order` column)  |
 """
@@ -53,8 +55,32 @@ def _scores_to_votes(scores: np.ndarray, thresholds: np.ndarray, names: list[str
     )
 
 
-def make_panel(regime: str, n_tasks: int = 2000, seed: int = 0, strength: float = 2.0) -> Panel:
-    """A panel of the given regime; `strength` scales the confounder (iii, iv) or the clique's shared noise (ii)."""
+DEFAULT_STRENGTH = {"clique": 2.0, "confounder_follows_quality": 1.5, "confounder_independent": 2.0}
+
+
+def regime_loadings(regime: str, strength: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(quality a, confounder b, clique g) loadings per judge of a score regime."""
+    if regime == "independent":
+        a = np.array([0.3, 0.6, 1.0, 1.5, 2.5])
+        return a, np.zeros_like(a), np.zeros_like(a)
+    if regime == "clique":  # one strong judge, two fair ones, four weak ones that share their noise
+        a = np.array([3.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5])
+        return a, np.zeros_like(a), strength * np.array([0, 0, 0, 1.0, 1, 1, 1])
+    if regime == "confounder_follows_quality":
+        # three strong judges the confounder pushes down, six weak ones it pushes up (b ⟂ a); quality keeps
+        # the larger share of the covariance while strength < 1.75 (‖a‖² = 20.9 > 6.7·strength²)
+        a = np.array([2.5, 2.5, 2.5, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6])
+        return a, strength * np.array([-0.48, -0.48, -0.48, 1, 1, 1, 1, 1, 1]), np.zeros_like(a)
+    # confounder_independent: twelve judges of similar quality; the confounder loads on them unevenly and
+    # carries most of the covariance from strength ≈ 0.8 on (‖b‖² = 20.7·strength² vs ‖a‖² ≈ 12.3)
+    a = np.array([0.8, 1.2, 1.0, 0.9, 1.1, 1.0, 0.8, 1.2, 1.0, 0.9, 1.1, 1.0])
+    b = strength * np.array([2.0, 0.2, 1.4, 0.4, 1.8, 1.0, 1.6, 0.3, 1.2, 0.6, 1.9, 0.5])
+    return a, b, np.zeros_like(a)
+
+
+def make_panel(regime: str, n_tasks: int = 2000, seed: int = 0, strength: float | None = None) -> Panel:
+    """A panel of the given regime; `strength` scales the confounder (iii, iv) or the clique's shared noise
+    (ii); None takes the regime's default (DEFAULT_STRENGTH)."""
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; one of {REGIMES}")
     rng = np.random.default_rng(seed)
@@ -62,23 +88,9 @@ def make_panel(regime: str, n_tasks: int = 2000, seed: int = 0, strength: float 
     truth = pd.Series(np.where(q == 1, "A", "B"), index=pd.RangeIndex(n_tasks, name="task"), name="label")
     if regime == "below_chance_order":
         return _below_chance_order(rng, q, truth, seed)
+    strength = DEFAULT_STRENGTH.get(regime, 0.0) if strength is None else strength
+    a, b, clique = regime_loadings(regime, strength)
     c = rng.integers(0, 2, n_tasks)
-    if regime == "independent":
-        a = np.array([0.3, 0.6, 1.0, 1.5, 2.5])
-        b = np.zeros_like(a)
-        clique = np.zeros_like(a)
-    elif regime == "clique":
-        a = np.array([3.0, 0.5, 0.5, 0.5, 0.5])  # one strong judge, four weak ones that share their noise
-        b = np.zeros_like(a)
-        clique = np.array([0.0, strength, strength, strength, strength])
-    elif regime == "confounder_follows_quality":
-        a = np.array([0.5, 0.8, 1.0, 1.3, 1.6, 2.0])
-        b = strength * a / a.max()
-        clique = np.zeros_like(a)
-    else:  # confounder_independent: loadings unrelated to quality, large enough to dominate the covariance
-        a = np.array([0.6, 0.9, 1.2, 0.6, 0.9, 1.2])
-        b = strength * np.array([2.0, 0.2, 1.4, 0.4, 1.8, 1.0])
-        clique = np.zeros_like(a)
     shared = rng.normal(size=n_tasks)
     scores = np.outer(q, a) + np.outer(c, b) + np.outer(shared, clique) + rng.normal(size=(n_tasks, len(a)))
     names = [f"j{i}" for i in range(len(a))]

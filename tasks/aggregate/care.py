@@ -1,0 +1,428 @@
+"""CARE: confounder-aware aggregation (ALGORITHMS.md §6), CARE-SVD and CARE-Tensor.
+
+Judges' scores J depend on latents H = (Q true quality, C confounders). The marginal precision of J is
+Θ = S − L: S sparse (direct judge–judge dependence), L low rank (one direction per latent).
+
+CARE-SVD
+    Estimate S and L from the judges' correlation matrix Σ̂ by the latent-variable graphical lasso
+    (Chandrasekaran, Parrilo & Willsky 2012):  min −log det R + tr(Σ̂R) + λγ‖S‖₁,off + λ tr L,
+    R = S − L, L ⪰ 0, solved by the three-block ADMM of Ma, Xue & Zou (2013): each step is one p×p
+    eigendecomposition, so 24 judges take milliseconds (the authors' cvxpy solve takes seconds). No
+    maintained Python package implements this estimator (scikit-learn's GraphicalLasso has no low-rank
+    part), hence the 30 lines below.
+    The quality axis is the leading eigenvector of L̂ (signed so the judges load positively on average):
+    for a latent Q with K_HH diagonal, E[Q | J] is linear in J along exactly that column of K_JH, so the
+    eigenvector itself is the weight vector, with no division by Σw (the reference's Σw ≈ 0 pitfall).
+    Decisions: a two-component mixture on the weighted score; with `neutral` (the score meaning "no
+    preference", 0.5 for P(first wins)), missing votes take that value and the split is a symmetric
+    mixture around an all-neutral row's score, so a task without evidence is a tie.
+    Hyper-parameters, label-free: λ from a grid around the usual rate √(log p / n), γ from a small grid;
+    the pair with the best held-out Gaussian log-likelihood (2-fold split of the tasks) wins. With
+    `dev_labels` the pair, and the factor among L̂'s eigenvectors, are chosen by accuracy on those tasks.
+
+CARE-Tensor
+    Binary Q and C give four mixture components (q, c). Judges are split into three views that are
+    conditionally independent given (Q, C), using the sparsity graph of Ŝ (a judge pair with a large
+    |Ŝ_ij| is kept in one view). The third-order cross-moment T = E[J¹⊗J²⊗J³] = Σ π_qc μ¹_qc⊗μ²_qc⊗μ³_qc
+    is decomposed by tensorly's CP (ALS, SVD start); the component weights and scales come from the
+    pairwise cross-moments E[J^a⊗J^b] = Σ π μ^a μ^bᵀ. That moment estimate initialises a tied-covariance
+    Gaussian mixture (scikit-learn, EM), whose posteriors are the Gaussian-mixture posterior of the paper.
+    Which components are Q = 1: the four means form a 2 × 2 grid; of the three ways to halve them, the one
+    with the smallest mean difference is the diagonal (interaction) and is dropped; of the two axes left the
+    quality axis is, by default, the one the judges load on most evenly (`axis="even"`): quality is what
+    the whole panel responds to, a confounder (style, length) is what some judges respond to far more than
+    others. This is an assumption, not a theorem: a confounder loading evenly on every judge cannot be told
+    from quality without labels. `axis="leading"` takes CARE-SVD's quality axis instead; `dev_labels`
+    choose the split by accuracy. Views of fewer than four judges cannot carry four components, so small
+    panels (< 12 judges) fit two components (Q only).
+    Exact candidate symmetry: the fit is averaged with the fit on the mirrored data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from judgeops.tasks.aggregate._base import (
+    DEFAULT_CLASSES,
+    BinaryAggregator,
+    check_frame,
+    dev_series,
+    impute_neutral,
+    standardise,
+    symmetric_posterior,
+    two_component_posterior,
+    vote_matrix,
+)
+
+
+def sparse_low_rank(
+    sigma: np.ndarray, alpha: float, beta: float, mu: float = 3.0, n_iter: int = 1000, tol: float = 1e-5,
+    start: tuple[np.ndarray, ...] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """ADMM for min −log det R + tr(ΣR) + α‖S‖₁,off + β tr L  s.t.  R = S − L, L ⪰ 0 (Ma, Xue & Zou 2013).
+
+    Returns (R, S, L, Λ); pass them back as `start` to warm-start a nearby problem."""
+    p = len(sigma)
+    R, S, L, lam = start if start is not None else (np.eye(p), np.eye(p), np.zeros((p, p)), np.zeros((p, p)))
+    off = ~np.eye(p, dtype=bool)
+    for _ in range(n_iter):
+        a, u = np.linalg.eigh(S - L + mu * lam - mu * sigma)
+        R = (u * ((a + np.sqrt(a * a + 4 * mu)) / 2)) @ u.T
+        b = R + L - mu * lam
+        S_new = np.where(off, np.sign(b) * np.maximum(np.abs(b) - alpha * mu, 0.0), b)
+        c, v = np.linalg.eigh(S_new - R + mu * lam)
+        L_new = (v * np.maximum(c - beta * mu, 0.0)) @ v.T
+        lam = lam - (R - S_new + L_new) / mu
+        primal = np.linalg.norm(R - S_new + L_new) / max(1.0, np.linalg.norm(R))
+        dual = np.linalg.norm(S_new - S) + np.linalg.norm(L_new - L)
+        S, L = S_new, L_new
+        if primal < tol and dual < tol * max(1.0, np.linalg.norm(S)):
+            break
+    return R, S, L, lam
+
+
+def _gaussian_loglik(precision: np.ndarray, sigma: np.ndarray) -> float:
+    sign, logdet = np.linalg.slogdet(precision)
+    return float(logdet - np.trace(sigma @ precision)) if sign > 0 else -np.inf
+
+
+def _factors(L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """L's eigenpairs with a positive eigenvalue, largest first, each signed to sum positive."""
+    vals, vecs = np.linalg.eigh((L + L.T) / 2)
+    keep = vals > 1e-8 * max(1.0, vals.max(initial=0.0))
+    vals, vecs = vals[keep][::-1], vecs[:, keep][:, ::-1]
+    return vals, vecs * np.where(vecs.sum(axis=0) >= 0, 1.0, -1.0)
+
+
+def evenness(loadings: np.ndarray) -> float:
+    """(Σ v)² / (p Σ v²): 1 when every judge loads equally, near 0 when a few judges carry the factor."""
+    v = np.asarray(loadings, dtype=float)
+    return float(v.sum() ** 2 / (len(v) * (v**2).sum())) if (v**2).sum() > 0 else 0.0
+
+
+def _matrix(df: pd.DataFrame, kind: str, classes: tuple[str, str], name: str) -> pd.DataFrame:
+    df = check_frame(df, kind, name, min_workers=3)
+    if kind == "label":
+        extra = sorted(set(df["label"]) - set(classes), key=str)
+        if extra:
+            raise ValueError(f"{name} is a binary method; labels {extra} are not among {list(classes)}")
+    return vote_matrix(df, kind, classes)
+
+
+class CareSVD(BinaryAggregator):
+    """Fitted: `S_`, `L_` (sparse and low-rank parts of the judges' precision), `lambda_`, `gamma_`,
+    `weights_` (per judge, on standardised scores), `factor_` (which eigenvector of L̂ is quality),
+    `scores_`, `probas_`, `labels_`."""
+
+    def __init__(self, lambdas: tuple[float, ...] = (0.5, 1.0, 2.0), gammas: tuple[float, ...] = (0.5, 2.0),
+                 factor: str = "leading", input: str = "score", neutral: float | None = None,
+                 classes: tuple[str, str] = DEFAULT_CLASSES, seed: int = 0):  # fmt: skip
+        self.lambdas, self.gammas, self.factor = lambdas, gammas, factor
+        self.input, self.neutral, self.classes, self.seed = input, neutral, classes, seed
+
+    def fit(self, df: pd.DataFrame, dev_labels: pd.Series | None = None) -> CareSVD:
+        if self.factor not in ("leading", "even"):
+            raise ValueError(f"CareSVD: factor must be 'leading' or 'even', got {self.factor!r}")
+        classes = tuple(self.classes)
+        matrix = _matrix(df, self.input, classes, "CareSVD")
+        raw = impute_neutral(matrix.to_numpy(), self.neutral)
+        z, mean, sd = standardise(raw)
+        n, p = z.shape
+        dev = dev_series(dev_labels, classes, matrix.index)
+        rate = np.sqrt(np.log(p) / n)
+        grid = [(lam * rate, gam) for lam in self.lambdas for gam in self.gammas]
+        if dev is None:
+            scored = self._by_heldout_likelihood(z, grid)
+        else:
+            scored = self._by_dev_accuracy(z, grid, dev)
+        (lam, gam), (R, S, L, _), factor = scored
+        self.lambda_, self.gamma_, self.S_, self.L_ = lam, gam, S, L
+        vals, vecs = _factors(L)
+        if vecs.shape[1] == 0:  # λ removed every latent: fall back to the leading axis of the correlation
+            vecs = np.linalg.eigh(z.T @ z / n)[1][:, ::-1]
+            vecs = vecs * np.where(vecs.sum(axis=0) >= 0, 1.0, -1.0)
+        if factor is None:
+            factor = 0 if self.factor == "leading" else int(np.argmax([evenness(v) for v in vecs.T]))
+        self.factor_ = factor
+        w = vecs[:, factor]
+        self.weights_ = pd.Series(w, index=matrix.columns, name="weight")
+        score = z @ w
+        raw_w = w / sd
+        self.scores_ = pd.Series(
+            raw @ raw_w / raw_w.sum() if raw_w.sum() > 0.25 * np.abs(raw_w).sum() else score,
+            index=matrix.index,
+            name="score",
+        )
+        if self.neutral is None:
+            post = two_component_posterior(score)
+        else:
+            post = symmetric_posterior(score - ((self.neutral - mean) / sd) @ w)
+        return self._finish(post, matrix.index, classes)
+
+    def _folds(self, n: int) -> np.ndarray:
+        return np.random.default_rng(self.seed).permutation(n) % 2
+
+    def _by_heldout_likelihood(self, z: np.ndarray, grid: list) -> tuple:
+        folds = self._folds(len(z))
+        sigma = [np.cov(z[folds == k], rowvar=False, bias=True) for k in (0, 1)]
+        best, best_ll, start = None, -np.inf, [None, None]
+        for lam, gam in grid:
+            ll = 0.0
+            for k in (0, 1):
+                fit = sparse_low_rank(sigma[k], lam * gam, lam, start=start[k])
+                start[k] = fit
+                ll += _gaussian_loglik(fit[0], sigma[1 - k])
+            if ll > best_ll:
+                best, best_ll = (lam, gam), ll
+        full = sparse_low_rank(z.T @ z / len(z), best[0] * best[1], best[0])
+        return best, full, None
+
+    def _by_dev_accuracy(self, z: np.ndarray, grid: list, dev: pd.Series) -> tuple:
+        known = dev.notna().to_numpy()
+        y = dev.to_numpy()[known]
+        best, best_acc, start = None, -1.0, None
+        for lam, gam in grid:
+            fit = sparse_low_rank(z.T @ z / len(z), lam * gam, lam, start=start)
+            start = fit
+            _, vecs = _factors(fit[2])
+            for f in range(vecs.shape[1]):
+                post = two_component_posterior(z @ vecs[:, f])
+                acc = float(np.mean(np.where(post[known] >= 0.5, 1.0, -1.0) == y))
+                if acc > best_acc:
+                    best, best_acc = ((lam, gam), fit, f), acc
+        if best is None:
+            lam, gam = grid[0]
+            return (lam, gam), sparse_low_rank(z.T @ z / len(z), lam * gam, lam), None
+        return best
+
+
+def form_views(S: np.ndarray, n_views: int = 3) -> list[np.ndarray]:
+    """Split judges into views of sizes ⌊p/3⌋, ⌊p/3⌋, rest, keeping strongly dependent judges together.
+
+    Local search by pairwise swaps on the total squared |Ŝ_ij| across views (squares weigh the largest
+    dependences most), from a deterministic round-robin start; p ≤ 100 judges take milliseconds."""
+    p = len(S)
+    w = np.abs(S) ** 2
+    np.fill_diagonal(w, 0.0)
+    sizes = [p // n_views] * (n_views - 1) + [p - (p // n_views) * (n_views - 1)]
+    group = np.repeat(np.arange(n_views), sizes)
+    order = np.argsort(-w.sum(axis=1), kind="stable")
+    group = group[np.argsort(order, kind="stable")]
+    for _ in range(p * p):
+        onehot = np.eye(n_views)[group]
+        G = w @ onehot  # G[i, g]: i's dependence on view g
+        own = G[np.arange(p), group]
+        gain = G[:, group] + G[:, group].T - 2 * w - own[:, None] - own[None, :]
+        gain[group[:, None] == group[None, :]] = -np.inf
+        i, j = np.unravel_index(np.argmax(gain), gain.shape)
+        if gain[i, j] <= 1e-12:
+            break
+        group[i], group[j] = group[j], group[i]
+    return [np.flatnonzero(group == g) for g in range(n_views)]
+
+
+def _moment_init(x: np.ndarray, views: list[np.ndarray], rank: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(π, μ) of a rank-`rank` mixture from third- and second-order cross-moments, or None if it fails."""
+    import tensorly as tl
+    from tensorly.decomposition import parafac
+
+    n = len(x)
+    parts = [x[:, v] for v in views]
+    T = np.einsum("ni,nj,nk->ijk", *parts, optimize=True) / n
+    try:
+        cp = parafac(tl.tensor(T), rank=rank, init="svd", n_iter_max=500, tol=1e-10, normalize_factors=True)
+    except Exception:  # noqa: BLE001 - a failed decomposition falls back to the k-means start
+        return None
+    lam, A = np.asarray(cp.weights), [np.asarray(f) for f in cp.factors]
+
+    def cross(a: int, b: int) -> np.ndarray:
+        M = parts[a].T @ parts[b] / n
+        K = np.einsum("ir,jr->ijr", A[a], A[b]).reshape(-1, rank)
+        return np.linalg.lstsq(K, M.ravel(), rcond=None)[0]
+
+    d12, d13, d23 = cross(0, 1), cross(0, 2), cross(1, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pi = d12 * d13 * d23 / lam**2
+        scales = [lam / d23, lam / d13, lam / d12]
+    if not (np.all(np.isfinite(pi)) and np.all(pi > 0) and all(np.all(np.isfinite(s)) for s in scales)):
+        return None
+    mu = np.zeros((rank, x.shape[1]))
+    for k, v in enumerate(views):
+        mu[:, v] = (A[k] * scales[k]).T
+    return pi / pi.sum(), mu
+
+
+def _gmm(x: np.ndarray, rank: int, init: tuple[np.ndarray, np.ndarray] | None, seed: int):
+    from sklearn.mixture import GaussianMixture
+
+    kwargs = {}
+    if init is not None:
+        pi, mu = init
+        centred = mu - pi @ mu
+        within = np.cov(x, rowvar=False, bias=True) - (centred.T * pi) @ centred
+        vals, vecs = np.linalg.eigh((within + within.T) / 2)
+        floor = 1e-3 * max(float(np.trace(within)) / len(within), 1e-6)
+        within = (vecs * np.maximum(vals, floor)) @ vecs.T
+        kwargs = {"weights_init": pi, "means_init": mu, "precisions_init": np.linalg.inv(within)}
+    gmm = GaussianMixture(rank, covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed,
+                          **kwargs)  # fmt: skip
+    return gmm.fit(x)
+
+
+def _halves(rank: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    if rank == 2:
+        return [((0,), (1,))]
+    return [((0, a), tuple(r for r in range(1, 4) if r != a)) for a in (1, 2, 3)]
+
+
+def _cumulant_sources(z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Independent latent sources from the fourth-order cumulant of the whitened top-k subspace.
+
+    Returns (sources n × k, loadings p × k on the standardised judges, excess kurtosis per source)."""
+    import tensorly as tl
+    from tensorly.decomposition import parafac
+
+    n = len(z)
+    vals, vecs = np.linalg.eigh(z.T @ z / n)
+    y = z @ vecs[:, ::-1][:, :k] / np.sqrt(np.maximum(vals[::-1][:k], 1e-12))
+    c = y.T @ y / n
+    k4 = np.einsum("ni,nj,nk,nl->ijkl", y, y, y, y, optimize=True) / n
+    k4 -= np.einsum("ij,kl->ijkl", c, c) + np.einsum("ik,jl->ijkl", c, c) + np.einsum("il,jk->ijkl", c, c)
+    cp = parafac(tl.tensor(k4), rank=k, init="svd", n_iter_max=500, tol=1e-12)
+    u, _, vt = np.linalg.svd(np.asarray(cp.factors[0]), full_matrices=False)
+    sources = y @ (u @ vt)  # the nearest orthogonal unmixing: independent sources are uncorrelated
+    loadings = z.T @ sources / n
+    sign = np.where(loadings.sum(axis=0) >= 0, 1.0, -1.0)  # judges score higher when the latent is high
+    sources, loadings = sources * sign, loadings * sign
+    centred = sources - sources.mean(axis=0)
+    kurt = (centred**4).mean(axis=0) / np.maximum((centred**2).mean(axis=0) ** 2, 1e-12) - 3.0
+    return sources, loadings, kurt
+
+
+class CareTensor(BinaryAggregator):
+    """Fitted: `loadings_` (judge × latent), `kurtosis_` (per latent), `quality_` (which latent is Q),
+    `n_components_` (mixture components), `views_` (moments="third" only), `probas_`, `labels_`.
+
+    moments="fourth" (default): the latent directions come from the CP decomposition of the fourth-order
+    cumulant of the whitened top-`n_latent` subspace. The paper's three-view third-order moment is
+    degenerate exactly where judgerEva lives: with the canonical candidate randomised per pair, Q is
+    balanced, its third cumulant π(1−π)(1−2π) is zero, and with additive judge scores the four component
+    means are linearly dependent (μ₁₁ = μ₁₀ + μ₀₁ − μ₀₀), so no rank-4 CP of E[J¹⊗J²⊗J³] is unique. The
+    fourth cumulant of a balanced binary latent is −2 (times its signal share⁴), and Gaussian noise —
+    including Gaussian judge–judge dependence, which is what the views were for — adds nothing to it.
+    Latents with |excess kurtosis| < 0.1 look Gaussian (e.g. a clique's shared noise) and are not taken
+    for binary factors. moments="third" runs the paper's route (graph-aware views, rank-4 CP) as the start
+    of the same mixture fit, for comparison (bench/aggregate.py).
+    """
+
+    def __init__(self, axis: str = "even", moments: str = "fourth", n_latent: int = 2, input: str = "score",
+                 neutral: float | None = None, classes: tuple[str, str] = DEFAULT_CLASSES, seed: int = 0,
+                 symmetrise: bool = True):  # fmt: skip
+        self.axis, self.moments, self.n_latent, self.input, self.neutral = (
+            axis,
+            moments,
+            n_latent,
+            input,
+            neutral,
+        )
+        self.classes, self.seed, self.symmetrise = classes, seed, symmetrise
+
+    def fit(self, df: pd.DataFrame, dev_labels: pd.Series | None = None) -> CareTensor:
+        if self.axis not in ("even", "leading"):
+            raise ValueError(f"CareTensor: axis must be 'even' or 'leading', got {self.axis!r}")
+        if self.moments not in ("fourth", "third"):
+            raise ValueError(f"CareTensor: moments must be 'fourth' or 'third', got {self.moments!r}")
+        classes = tuple(self.classes)
+        matrix = _matrix(df, self.input, classes, "CareTensor")
+        raw = impute_neutral(matrix.to_numpy(), self.neutral)
+        dev = dev_series(dev_labels, classes, matrix.index)
+        fit_one = self._fit_fourth if self.moments == "fourth" else self._fit_third
+        post = fit_one(raw, dev, keep=True)
+        if self.symmetrise:  # the mirrored data: what swapping every pair's candidates gives
+            mirrored = raw.min(axis=0) + raw.max(axis=0) - raw
+            post = (post + 1.0 - fit_one(mirrored, None if dev is None else -dev, keep=False)) / 2
+        if self.moments == "third":
+            self.views_ = [list(matrix.columns[v]) for v in self._views]
+        self.loadings_ = pd.DataFrame(self._loadings, index=matrix.columns)
+        return self._finish(post, matrix.index, classes)
+
+    def _pick(self, candidates: list[int], loadings: np.ndarray, posts: dict, z: np.ndarray, dev) -> int:
+        if dev is not None:
+            known = dev.notna().to_numpy()
+            y = dev.to_numpy()[known]
+            return max(candidates, key=lambda h: np.mean(np.where(posts[h][known] >= 0.5, 1.0, -1.0) == y))
+        if self.axis == "leading":
+            rate = np.sqrt(np.log(z.shape[1]) / len(z))
+            _, vecs = _factors(sparse_low_rank(z.T @ z / len(z), 2.0 * rate, rate)[2])
+            lead = vecs[:, 0] if vecs.shape[1] else np.ones(z.shape[1])
+            return max(candidates, key=lambda h: abs(lead @ loadings[:, h]) / np.linalg.norm(loadings[:, h]))
+        return max(candidates, key=lambda h: evenness(loadings[:, h]))
+
+    def _fit_fourth(self, raw: np.ndarray, dev: pd.Series | None, keep: bool) -> np.ndarray:
+        z, _, _ = standardise(raw)
+        k = max(1, min(self.n_latent, z.shape[1] - 1))
+        sources, loadings, kurt = _cumulant_sources(z, k)
+        # a Gaussian-looking latent (|excess kurtosis| within 3 standard errors, √(24/n) each) is noise
+        cut = max(0.1, 3 * np.sqrt(24 / len(z)))
+        binary = [h for h in range(k) if abs(kurt[h]) > cut] or [int(np.argmax(np.abs(kurt)))]
+        # loadings per unit of each judge's own noise: how strongly a judge responds to the latent
+        noise = np.sqrt(np.clip(1.0 - (loadings**2).sum(axis=1, keepdims=True), 1e-3, 1.0))
+        loadings = loadings / noise
+        posts = {h: two_component_posterior(sources[:, h]) for h in range(k)}
+        q = self._pick(binary, loadings, posts, z, dev)
+        others = [h for h in binary if h != q]
+        pq = posts[q]
+        if others:  # a 2 × 2 grid: (q, c) components started from the two latents' own splits
+            pc = posts[max(others, key=lambda h: abs(kurt[h]))]
+            resp = np.stack([(1 - pq) * (1 - pc), pq * (1 - pc), (1 - pq) * pc, pq * pc], axis=1)
+            upper = [1, 3]
+        else:
+            resp, upper = np.stack([1 - pq, pq], axis=1), [1]
+        post = _mixture_posterior(z, resp, self.seed)[:, upper].sum(axis=1)
+        if keep:
+            self._loadings, self.kurtosis_, self.quality_ = loadings, kurt, q
+            self.n_components_ = resp.shape[1]
+        return post
+
+    def _fit_third(self, raw: np.ndarray, dev: pd.Series | None, keep: bool) -> np.ndarray:
+        x = (raw - raw.min(axis=0)) / np.where(raw.std(axis=0) > 1e-12, raw.std(axis=0), 1.0)
+        z, _, _ = standardise(x)
+        n, p = z.shape
+        rate = np.sqrt(np.log(p) / n)
+        _, S, _, _ = sparse_low_rank(z.T @ z / n, 2.0 * rate, rate)
+        views = form_views(S)
+        rank = 4 if min(len(v) for v in views) >= 4 else 2
+        init = _moment_init(x, views, rank)
+        gmm = _gmm(x, rank, init, self.seed)
+        resp = gmm.predict_proba(x)
+        halves = _halves(rank)
+        diffs = [gmm.means_[list(a)].mean(axis=0) - gmm.means_[list(b)].mean(axis=0) for a, b in halves]
+        if rank == 4:  # drop the diagonal split (the smallest difference): the other two are the axes
+            drop = int(np.argmin([np.linalg.norm(d) for d in diffs]))
+            halves = [h for i, h in enumerate(halves) if i != drop]
+            diffs = [d for i, d in enumerate(diffs) if i != drop]
+        oriented = [(a, d) if d.sum() >= 0 else (b, -d) for (a, b), d in zip(halves, diffs, strict=True)]
+        loadings = np.stack([d for _, d in oriented], axis=1)
+        posts = {h: resp[:, list(up)].sum(axis=1) for h, (up, _) in enumerate(oriented)}
+        q = self._pick(list(posts), loadings, posts, z, dev)
+        if keep:
+            self._views, self._loadings, self.quality_ = views, loadings, q
+            self.n_components_ = rank
+            self.init_ = "moments" if init is not None else "kmeans"
+        return posts[q]
+
+
+def _mixture_posterior(z: np.ndarray, resp: np.ndarray, seed: int) -> np.ndarray:
+    """EM for a tied-covariance Gaussian mixture on the judges' scores, started from `resp`."""
+    from sklearn.mixture import GaussianMixture
+
+    nk = resp.sum(axis=0) + 1e-9
+    means = resp.T @ z / nk[:, None]
+    within = sum((resp[:, r, None] * (z - means[r])).T @ (z - means[r]) for r in range(resp.shape[1])) / len(
+        z
+    )
+    within += 1e-6 * np.eye(z.shape[1])
+    gmm = GaussianMixture(resp.shape[1], covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed,
+                          weights_init=nk / nk.sum(), means_init=means, precisions_init=np.linalg.inv(within))  # fmt: skip
+    return gmm.fit(z).predict_proba(z)
