@@ -23,6 +23,7 @@ for _key, _value in {
 }.items():
     os.environ.setdefault(_key, _value)
 
+import yaml  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -265,51 +266,108 @@ def _read_table(path: str, what: str):
     raise SystemExit(f"{file}: expected a .csv or .parquet file")
 
 
+def _param(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--param expects key=value, got {text!r}")
+    return key, yaml.safe_load(value)
+
+
 def cmd_aggregate(args) -> int:
     """Aggregate a long table of votes (task, worker, label) or scores (task, worker, score)."""
-    from judgeops.tasks.aggregate import AGGREGATORS, get_aggregator
+    import inspect
 
+    from judgeops.tasks.aggregate import AGGREGATORS, USES_LABELS, get_aggregator
+
+    params = dict(_param(p) for p in args.param or [])
+    for flag in ("estimator", "rule"):
+        if getattr(args, flag):
+            if args.method != "wmv":
+                _error(f"judgeops aggregate: --{flag} applies to --method wmv only")
+                return 2
+            params[flag] = getattr(args, flag)
     try:
-        estimator = get_aggregator(args.method)
-    except ValueError as exc:
+        estimator = get_aggregator(args.method, **params)
+    except (ValueError, TypeError) as exc:
         _error(f"judgeops aggregate: {exc}")
         return 2
-    kind = AGGREGATORS[args.method][1]
     votes = _read_table(args.votes, "votes")
+    kind = AGGREGATORS[args.method][1]
+    if "input" in inspect.signature(type(estimator)).parameters and kind not in votes.columns:
+        other = "label" if kind == "score" else "score"
+        if other in votes.columns and "input" not in params:
+            kind = estimator.input = other
     missing = [c for c in ("task", "worker", kind) if c not in votes.columns]
     if missing:
         _error(f"{args.votes}: method {args.method} needs columns task, worker, {kind}; missing {missing}")
         return 2
     votes = votes.assign(task=votes["task"].astype(str))
-    predicted = estimator.fit_predict(votes).rename(kind)
-    out = predicted.rename_axis("task").reset_index()
-    if kind == "label" and hasattr(estimator, "probas_"):
-        probas = estimator.probas_
-        out["probability"] = [
-            float(probas.loc[t, lab]) if lab in probas.columns else float("nan")
-            for t, lab in zip(out["task"], out["label"], strict=True)
-        ]
+
+    def labels_from(file: str, what: str):
+        table = _read_table(file, what)
+        if not {"task", "label"} <= set(table.columns):
+            raise SystemExit(f"{file}: expected columns task, label")
+        return table.assign(task=table["task"].astype(str)).set_index("task")["label"]
+
+    fit_kwargs = {}
+    dev = None
+    if args.dev_labels:
+        if args.method not in USES_LABELS:
+            _error(
+                f"judgeops aggregate: {args.method} does not use development labels; {list(USES_LABELS)} do"
+            )
+            return 2
+        dev = labels_from(args.dev_labels, "dev labels")
+        fit_kwargs["dev_labels"] = dev
+    if args.method == "wmv" and params.get("estimator") == "oracle":
+        if not args.truth:
+            _error("judgeops aggregate: the oracle estimator reads the true labels: give --truth")
+            return 2
+        fit_kwargs["dev_labels"] = labels_from(args.truth, "truth")  # the upper bound, by definition
+    elif args.method == "wmv" and params.get("estimator") in ("bayesian", "stratified") and dev is None:
+        _error(
+            f"judgeops aggregate: the {params['estimator']} estimator needs an audit set: give --dev-labels"
+        )
+        return 2
+    try:
+        estimator.fit(votes, **fit_kwargs)
+    except ValueError as exc:
+        _error(f"judgeops aggregate: {args.votes}: {exc}")
+        return 2
+    labels = estimator.labels_.rename("label")
+    out = labels.rename_axis("task").reset_index()
+    if hasattr(estimator, "probas_"):
+        probas = estimator.probas_.reindex(labels.index)
+        out["probability"] = probas.max(axis=1).to_numpy()  # the confidence of the decision
+    if hasattr(estimator, "scores_"):
+        out["score"] = estimator.scores_.reindex(labels.index).to_numpy()
     if args.out:
         (out.to_parquet if args.out.endswith(".parquet") else out.to_csv)(args.out, index=False)
         print(f"wrote {len(out)} predictions to {args.out}")
     else:
         sys.stdout.write(out.to_csv(index=False))
     if args.truth:
-        truth = _read_table(args.truth, "truth")
-        if not {"task", kind} <= set(truth.columns):
-            _error(f"{args.truth}: expected columns task, {kind}")
-            return 2
-        truth = truth.assign(task=truth["task"].astype(str)).set_index("task")[kind]
-        pred = predicted.reindex(truth.index)
-        if kind == "label":
+        truth_table = _read_table(args.truth, "truth")
+        truth_table = truth_table.assign(task=truth_table["task"].astype(str)).set_index("task")
+        if dev is not None:
+            truth_table = truth_table.drop(index=dev.index, errors="ignore")
+            print(f"scored on {len(truth_table)} tasks outside the development labels")
+        if "label" in truth_table.columns:
+            truth = truth_table["label"]
+            pred = labels.reindex(truth.index)
             answered = pred.notna() & (pred != "tie")
             print(f"accuracy: {(pred == truth).mean():.4f}")
-        else:
+        elif "score" in truth_table.columns and hasattr(estimator, "scores_"):
             from scipy.stats import kendalltau
 
+            truth = truth_table["score"]
+            pred = estimator.scores_.reindex(truth.index)
             answered = pred.notna()
             print(f"mae: {(pred[answered] - truth[answered]).abs().mean():.4f}")
             print(f"kendall_tau: {kendalltau(pred[answered], truth[answered]).statistic:.4f}")
+        else:
+            _error(f"{args.truth}: expected columns task, label (or task, score for a score method)")
+            return 2
         print(f"coverage: {answered.mean():.4f} ({int(answered.sum())} of {len(truth)} tasks)")
     return 0
 
@@ -502,11 +560,31 @@ def build_parser() -> argparse.ArgumentParser:
         "aggregate", help="aggregate a long table of votes or scores (csv/parquet) without labels"
     )
     agg.add_argument("votes", help="task, worker, label (categorical) or task, worker, score (continuous)")
-    agg.add_argument("--method", required=True, help="mv, avg, dawid_skene")
+    agg.add_argument(
+        "--method",
+        required=True,
+        help="mv, avg, dawid_skene, ws, uws, care_svd, care_tensor, wmv, baer",
+    )
     agg.add_argument(
         "--truth", help="task, label (or task, score): prints accuracy (or mae, Kendall τ) and coverage"
     )
     agg.add_argument("--out", help="write the predictions here (.csv or .parquet); default: stdout")
+    agg.add_argument(
+        "--estimator", help="wmv: disagreement (default, label-free), bayesian, stratified, oracle"
+    )
+    agg.add_argument("--rule", help="wmv: spec_sens (default) or log_odds")
+    agg.add_argument(
+        "--dev-labels",
+        help="task, label of a labelled development split: care_svd/care_tensor choose their hyper-parameters "
+        "and quality factor on it, wmv's bayesian/stratified estimators audit with it, baer trains on it; "
+        "accuracy is then scored on the other tasks",
+    )
+    agg.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an estimator parameter, e.g. --param axis=leading",
+    )
     agg.set_defaults(fn=cmd_aggregate)
 
     sub.add_parser("config", help="print the effective configuration as YAML").set_defaults(fn=cmd_config)

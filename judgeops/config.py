@@ -9,7 +9,7 @@ the key and what was expected, e.g.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -248,8 +248,44 @@ class CacheConfig(_Strict):
     )
 
 
+AggregatorName = Literal["mv", "avg", "dawid_skene", "ws", "uws", "care_svd", "care_tensor", "wmv", "baer"]
+
+
 class AggregationConfig(_Strict):
-    methods: list[Literal["mv", "avg"]] = Field(default_factory=lambda: ["mv", "avg"], min_length=1)
+    """Label-free aggregation of the panel's verdicts (tasks/aggregate/)."""
+
+    methods: list[AggregatorName] = Field(
+        default_factory=lambda: [
+            "mv",
+            "avg",
+            "dawid_skene",
+            "ws",
+            "uws",
+            "care_svd",
+            "care_tensor",
+            "wmv",
+            "baer",
+        ],
+        min_length=1,
+        description="aggregators to run; each writes its own consensus rows (a method that cannot fit the "
+        "panel, e.g. WS with fewer than three judges, writes label 'unavailable' and logs why)",
+    )
+    seed: int = Field(0, description="seeds the per-pair coin that randomises the canonical candidate order")
+    params: dict[AggregatorName, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="keyword arguments per method, e.g. {wmv: {rule: log_odds}, care_tensor: {axis: leading}}",
+    )
+
+    @model_validator(mode="after")
+    def _params_build(self) -> AggregationConfig:
+        from judgeops.tasks.aggregate import get_aggregator
+
+        for name, kwargs in self.params.items():
+            try:
+                get_aggregator(name, **kwargs)
+            except TypeError as exc:
+                raise ValueError(f"aggregation.params.{name}: {exc}") from exc
+        return self
 
 
 class ProfileConfig(_Strict):

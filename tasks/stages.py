@@ -333,7 +333,11 @@ def aggregate_stage(
         aggregate_module,
         inputs,
         {"aggregation": config},
-        lambda t: {"consensus": aggregate_module.aggregate(t["verdicts"], t["variants"], config.methods)},
+        lambda t: {
+            "consensus": aggregate_module.aggregate(
+                t["verdicts"], t["variants"], config.methods, config.seed, config.params
+            )
+        },
         reuse,
     )
 

@@ -33,7 +33,10 @@ def test_a_bad_config_exits_2_naming_file_and_key(capsys, tmp_path):
     bad.write_text("aggregation:\n  methods: [mv, magic]\n")
     assert main(["--config", str(bad), "config"]) == 2
     err = capsys.readouterr().err
-    assert "bad.yaml: aggregation.methods[1]: Input should be 'mv' or 'avg' (got 'magic')" in err
+    assert (
+        "bad.yaml: aggregation.methods[1]: Input should be 'mv', 'avg', 'dawid_skene'" in err
+        and "(got 'magic')" in err
+    )
 
 
 def judgeops(*args: str, cwd) -> subprocess.CompletedProcess:

@@ -6,6 +6,7 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
+from judgeops.config import EvaluateConfig
 from judgeops.data_contracts import ContractViolation
 from judgeops.flows.evaluate import evaluate
 from judgeops.schemas.store import ArtifactIntegrityError, ArtifactStore
@@ -32,7 +33,18 @@ def test_the_flow_writes_every_artifact_and_a_report(first_run):
         assert store.read(name).num_rows > 0, name
     profiles = store.read_pandas("profiles")
     judges = set(store.read_pandas("verdicts")["judge_id"])
-    assert judges | {"panel:mv", "panel:avg"} == set(profiles["judge_id"])
+    consensus = store.read_pandas("consensus")
+    fitted = set(consensus.loc[consensus["label"] != "unavailable", "method"])
+    assert {"mv", "avg", "dawid_skene", "wmv", "care_svd", "care_tensor"} <= fitted  # the label-free defaults
+    assert set(consensus["method"]) == set(EvaluateConfig().aggregation.methods)
+    assert judges | {f"panel:{m}" for m in fitted} == set(profiles["judge_id"])
+    # the panel decides once per pair and presentation: both display orders carry the same decision
+    decided = consensus.merge(store.read_pandas("variants"), left_on="unit_id", right_on="variant_id")
+    decided = decided[decided["label"].isin(["A", "B"])]
+    gold_wins = (decided["label"] == decided["gold_position"]).groupby(
+        [decided["method"], decided["pair_id"], decided["presentation"]]
+    )
+    assert (gold_wins.nunique() == 1).all()
     for judge in judges:
         mine = set(profiles[profiles["judge_id"] == judge]["condition"])
         assert {"C1_factual", "C2_logical", "C3_overclaim", "C4_omission", "order_AB", "order_BA"} <= mine

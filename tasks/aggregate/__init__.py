@@ -1,86 +1,150 @@
-"""Aggregation: the panel's verdicts on each variant → one `consensus` row per (variant, method).
+"""Aggregation: the panel's verdicts → one `consensus` row per (variant, method), without labels.
 
-Aggregators see only the judges' votes in the display frame (which answer was shown first), never
-the gold position: the methods are label-free. Units with no usable vote are kept with label
-"no_votes", so nothing disappears between verdicts and consensus.
+Every method is an estimator with one interface (crowd-kit / scikit-learn style; see _base.py):
+`fit(df)`, `fit_predict(df)`, `fit_predict_proba(df)` on a long frame `task, worker, label` or
+`task, worker, score`, fitted attributes ending in `_`. `get_aggregator(name, **params)` builds one.
+
+In the evaluate flow (`aggregate`), a task is one presentation of one pair (`pair_id:presentation`), and
+each judge's verdicts in the two display orders are two runs of it. The aggregators see the candidates in
+a canonical order that is randomised per pair with a seeded coin: judgerEva always builds a pair as
+(correct, flawed), so a fixed order would hand class-balance-based methods a degenerate prior, and the
+coin hides nothing else — the mapping uses only the display order, never the gold position. Each method's
+decision is then mapped back to every displayed variant, so profiles treat the panel like a judge.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
+
 import numpy as np
 import pandas as pd
 
+from judgeops.tasks.aggregate._base import TIE
+from judgeops.tasks.aggregate.baer import BAER
+from judgeops.tasks.aggregate.care import CareSVD, CareTensor
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
-from judgeops.tasks.aggregate.mv import TIE, MajorityVote, ScoreAverage
+from judgeops.tasks.aggregate.mv import MajorityVote, ScoreAverage
+from judgeops.tasks.aggregate.uws import UniversalWeakSupervision
+from judgeops.tasks.aggregate.wmv import WeightedMajorityVote
+from judgeops.tasks.aggregate.ws import WeakSupervision
 
 NO_VOTES = "no_votes"
+UNAVAILABLE = "unavailable"  # the method could not fit this panel (the reason is logged)
 
-# name → (estimator class, input kind). Categorical methods read `task, worker, label`; continuous ones
-# read `task, worker, score`.
+# name → (estimator class, the input it reads by default). Estimators with an `input` parameter read
+# either; those in USES_LABELS also take `dev_labels` (a labelled development split) in fit().
 AGGREGATORS = {
     "mv": (MajorityVote, "label"),
     "avg": (ScoreAverage, "score"),
     "dawid_skene": (DawidSkene, "label"),
+    "ws": (WeakSupervision, "label"),
+    "uws": (UniversalWeakSupervision, "score"),
+    "care_svd": (CareSVD, "score"),
+    "care_tensor": (CareTensor, "score"),
+    "wmv": (WeightedMajorityVote, "label"),
+    "baer": (BAER, "score"),
 }
-PLANNED = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer")  # issue 6, not built yet
+USES_LABELS = ("care_svd", "care_tensor", "wmv", "baer")
+BINARY_ONLY = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer")
+
+log = logging.getLogger(__name__)
 
 
 def get_aggregator(name: str, **params):
-    """An unfitted estimator by name, e.g. get_aggregator("dawid_skene", n_iter=50)."""
-    if name in AGGREGATORS:
-        return AGGREGATORS[name][0](**params)
-    if name in PLANNED:
-        raise ValueError(f"aggregator {name!r} is not implemented yet; available: {sorted(AGGREGATORS)}")
-    raise ValueError(f"unknown aggregator {name!r}; available: {sorted(AGGREGATORS)}")
+    """An unfitted estimator by name, e.g. get_aggregator("wmv", estimator="disagreement")."""
+    if name not in AGGREGATORS:
+        raise ValueError(f"unknown aggregator {name!r}; available: {sorted(AGGREGATORS)}")
+    return AGGREGATORS[name][0](**params)
 
 
-def _majority_vote(verdicts: pd.DataFrame, units: pd.Index) -> pd.DataFrame:
-    votes = verdicts[verdicts["verdict"].isin(["A", "B"])]
-    votes = votes.rename(columns={"variant_id": "task", "judge_id": "worker", "verdict": "label"})
-    mv = MajorityVote().fit(votes[["task", "worker", "label"]])
-    counts = mv.counts_.reindex(index=units, columns=["A", "B"], fill_value=0)
-    n = counts.sum(axis=1)
-    return pd.DataFrame(
+def _coin(seed: int, pair_id: str) -> bool:
+    return hashlib.sha256(f"{seed}:{pair_id}".encode()).digest()[0] % 2 == 1
+
+
+def canonical_votes(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, seed: int = 0
+) -> tuple[pd.DataFrame, pd.Series]:
+    """(long votes `task, worker, run, label, score` in each pair's canonical frame, and per variant whether
+    its first-shown answer is the canonical first candidate)."""
+    v = variants.set_index("variant_id")
+    flip = v["pair_id"].map(lambda p: _coin(seed, str(p)))
+    first_is_canonical = (v["order"] == "AB") != flip
+    task = v["pair_id"].astype(str) + ":" + v["presentation"].astype(str)
+    rows = verdicts[verdicts["variant_id"].isin(v.index)]
+    keep = first_is_canonical.reindex(rows["variant_id"]).to_numpy()
+    verdict = rows["verdict"].where(rows["verdict"].isin(["A", "B"]))
+    swapped = verdict.map({"A": "B", "B": "A"})
+    votes = pd.DataFrame(
         {
-            "unit_id": units,
-            "method": "mv",
-            "score": ((counts["A"] - counts["B"]) / n.replace(0, np.nan)).to_numpy(),
-            "label": mv.labels_.reindex(units).fillna(NO_VOTES).to_numpy(),
-            "posterior": (counts["A"] / n.replace(0, np.nan)).to_numpy(),
-            "n_votes": n.to_numpy(),
+            "task": task.reindex(rows["variant_id"]).to_numpy(),
+            "worker": rows["judge_id"].to_numpy(),
+            "run": v["order"].reindex(rows["variant_id"]).to_numpy(),
+            "label": np.where(keep, verdict, swapped),
+            "score": np.where(keep, rows["p_first"], 1.0 - rows["p_first"]),
         }
     )
+    return votes, first_is_canonical
 
 
-def _score_average(verdicts: pd.DataFrame, units: pd.Index) -> pd.DataFrame:
-    scored = verdicts.dropna(subset=["p_first"])
-    scored = scored.rename(columns={"variant_id": "task", "judge_id": "worker", "p_first": "score"})
-    avg = ScoreAverage().fit(scored[["task", "worker", "score"]])
-    p = avg.scores_.reindex(units)
-    label = np.where(p > 0.5, "A", np.where(p < 0.5, "B", TIE))
-    return pd.DataFrame(
-        {
-            "unit_id": units,
-            "method": "avg",
-            "score": (2 * p - 1).to_numpy(),
-            "label": np.where(p.isna(), NO_VOTES, label),
-            "posterior": p.to_numpy(),
-            "n_votes": avg.counts_.reindex(units).fillna(0).astype(int).to_numpy(),
-        }
-    )
+def _fit_one(method: str, votes: pd.DataFrame, params: dict) -> tuple[pd.Series, pd.Series]:
+    """P(canonical first candidate) and the number of votes per task."""
+    defaults = (
+        {"neutral": 0.5} if method in ("uws", "care_svd", "care_tensor") else {}
+    )  # P(first) = .5: no view
+    estimator = get_aggregator(method, **{**defaults, **params.get(method, {})})
+    kind = AGGREGATORS[method][1]
+    used = votes.dropna(subset=[kind])
+    if method in BINARY_ONLY:
+        estimator.classes = ("A", "B")  # both classes exist even if every vote names one
+    probas = estimator.fit(used[["task", "worker", kind]]).probas_
+    p = probas["A"] if "A" in probas.columns else pd.Series(0.0, index=probas.index)
+    return p, used.groupby("task").size()
 
 
-METHODS = {"mv": _majority_vote, "avg": _score_average}
-
-
-def aggregate(verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+def aggregate(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str], seed: int = 0,
+    params: dict | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """One consensus row per variant and method, in the display frame (label "A" = first shown wins)."""
-    units = pd.Index(variants["variant_id"], name="unit_id")
-    return pd.concat([METHODS[m](verdicts, units) for m in methods], ignore_index=True)
+    votes, first_is_canonical = canonical_votes(verdicts, variants, seed)
+    v = variants.set_index("variant_id")
+    task = (v["pair_id"].astype(str) + ":" + v["presentation"].astype(str)).to_numpy()
+    out = []
+    for method in methods:
+        try:
+            p, n = _fit_one(method, votes, params or {})
+            reason = None
+        except ValueError as exc:
+            log.warning("aggregate: %s could not fit this panel: %s", method, exc)
+            p, n, reason = pd.Series(dtype=float), pd.Series(dtype=float), str(exc)
+        p_task = p.reindex(task).to_numpy(dtype=float)
+        p_first = np.where(first_is_canonical.to_numpy(), p_task, 1.0 - p_task)
+        n_votes = n.reindex(task).fillna(0).astype(int).to_numpy()
+        label = np.where(p_first > 0.5, "A", np.where(p_first < 0.5, "B", TIE)).astype(object)
+        label[np.isnan(p_first)] = UNAVAILABLE if reason else NO_VOTES
+        label[(n_votes == 0) & (reason is None)] = NO_VOTES
+        p_first[n_votes == 0] = np.nan
+        out.append(
+            pd.DataFrame(
+                {
+                    "unit_id": v.index,
+                    "method": method,
+                    "score": 2 * p_first - 1,
+                    "label": label,
+                    "posterior": p_first,
+                    "n_votes": n_votes,
+                }
+            )
+        )
+    return pd.concat(out, ignore_index=True)
 
 
 def consensus_as_verdicts(consensus: pd.DataFrame) -> pd.DataFrame:
-    """The panel's decisions shaped like verdicts (judge_id `panel:<method>`), so they are profiled like a judge."""
+    """The panel's decisions shaped like verdicts (judge_id `panel:<method>`), so they are profiled like a judge.
+
+    A method that could not fit the panel (label `unavailable`) made no decision and is left out."""
+    consensus = consensus[consensus["label"] != UNAVAILABLE]
     return pd.DataFrame(
         {
             "judge_id": "panel:" + consensus["method"],
