@@ -198,6 +198,27 @@ def profiles_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
         ),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
         _in("evidence", {"direct", "approx", "augmented"}),
+        _probability("corrected"),
+        _probability("corrected_low"),
+        _probability("corrected_high"),
+    ]
+
+
+def profile_stats_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("kind", "benchmark", "other", "judge_id", "other_judge", "condition"),
+        _in(
+            "kind",
+            {
+                "stress_degradation",
+                "rank_stability_benchmarks",
+                "rank_stability_conditions",
+                "profile_distance",
+                "family_distance",
+            },
+        ),  # fmt: skip
+        gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=-1.0, max_value=1.0, meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=1, meta=STOP),
     ]
 
 
@@ -221,5 +242,6 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "coverage": coverage_suite,
     "consensus": consensus_suite,
     "profiles": profiles_suite,
+    "profile_stats": profile_stats_suite,
     "calibration": calibration_suite,
 }

@@ -288,10 +288,40 @@ class AggregationConfig(_Strict):
         return self
 
 
+class Count(_Strict):
+    hits: int = Field(ge=0)
+    n: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _hits_within_n(self) -> Count:
+        if self.hits > self.n:
+            raise ValueError(f"hits ({self.hits}) cannot exceed n ({self.n})")
+        return self
+
+
+class LabelValidity(_Strict):
+    """How often the construction's labels are right, measured on a validated sample (e.g. a human check of
+    pairs): specificity = flawed answers confirmed flawed, sensitivity = correct answers confirmed correct."""
+
+    specificity: Count
+    sensitivity: Count
+
+    @model_validator(mode="after")
+    def _informative(self) -> LabelValidity:
+        if self.specificity.hits / self.specificity.n + self.sensitivity.hits / self.sensitivity.n <= 1:
+            raise ValueError("specificity + sensitivity must exceed 1 for the Rogan–Gladen correction")
+        return self
+
+
 class ProfileConfig(_Strict):
     n_bootstrap: int = Field(1000, ge=100, le=100_000)
     confidence: float = Field(0.95, gt=0.5, lt=1)
     seed: int = 0
+    label_validity: LabelValidity | None = Field(
+        None,
+        description="the construction's measured label validity: content conditions get a Rogan–Gladen "
+        "corrected estimate with a joint bootstrap CI; none measured: no correction",
+    )
 
 
 class StoreConfig(_Strict):

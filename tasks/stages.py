@@ -344,15 +344,33 @@ def aggregate_stage(
 
 @task(name="profile", cache_policy=NO_CACHE)
 def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reuse: bool = True) -> Refs:
+    from judgeops.tasks.profile.compare import profile_stats
+
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         panel = aggregate_module.consensus_as_verdicts(t["consensus"])
-        everyone = pd.concat([t["verdicts"][panel.columns], panel], ignore_index=True)
+        everyone = pd.concat([t["verdicts"][[*panel.columns, "rationale"]], panel], ignore_index=True)
         profiles = profile_module.profile_all(
             everyone, t["variants"], t["pairs"], config, t.get("external_pairs")
         )
-        return {"profiles": profiles}
+        judges = store.run_record().get("config", {}).get("judges", [])
+        families = {j["name"]: j.get("family") or j["name"] for j in judges}
+        return {
+            "profiles": profile_module.profile_rows(profiles),
+            "profile_stats": profile_stats(profiles, config.confidence, families),
+        }
 
     return run_stage(store, "profile", profile_module, inputs, {"profile": config}, compute, reuse)
+
+
+def previous_profiles(store: ArtifactStore) -> tuple[str, pd.DataFrame] | None:
+    """The profiles of the latest earlier completed run of this store whose profiles this code can read."""
+    earlier = [r for r in store.list_runs() if r["run_id"] != store.run_id and r.get("status") == "completed"]
+    for record in reversed(earlier):
+        try:
+            return record["run_id"], store.read_pandas("profiles", run_id=record["run_id"])
+        except Exception as exc:  # noqa: BLE001 - an older schema or a pruned run: try the one before
+            logger().info("report: run %s has no readable profiles (%s)", record["run_id"], exc)
+    return None
 
 
 @task(name="report", cache_policy=NO_CACHE)
@@ -361,7 +379,12 @@ def report_stage(store: ArtifactStore, inputs: Refs, title: str) -> ArtifactRef:
     tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
     judges = store.run_record().get("config", {}).get("judges", [])
     html = report_module.render_report(
-        tables, run_id=store.run_id, title=title, artifacts=store.list_artifacts(), judges=judges
+        tables,
+        run_id=store.run_id,
+        title=title,
+        artifacts=store.list_artifacts(),
+        judges=judges,
+        previous=previous_profiles(store),
     )
     ref = store.write_file("report.html", html.encode(), parents=inputs)
     report_module.publish(tables, store.display_path(ref.path))

@@ -69,7 +69,7 @@ def test_run_report_and_store_commands(config_file, capsys, tmp_path):
 
     assert main(["--config", str(config_file), "store", "show", "profiles", "--rows", "3"]) == 0
     out = capsys.readouterr().out
-    assert '"schema_version": 1' in out and "estimate" in out
+    assert '"schema_version": 2' in out and "estimate" in out
 
     assert main(["--config", str(config_file), "report"]) == 0
     assert capsys.readouterr().out.strip() == f"report: {report}"

@@ -6,7 +6,11 @@ bootstrap resamples):
 - strict BC (both correct): 1 when the judge is right on both members of a contrast (plain vs
   polished, plain vs padded, AB vs BA) of the same pair, averaged over the pair's contrasts.
 - order accuracy: accuracy on the plain variant shown in one order.
-C8 (rationale quality) needs the rationale check of issue 7 and is not computed yet.
+- consistency: the same canonical choice (right or wrong) on both members of a contrast, both verdicts
+  valid; stable-but-wrong = both members consistently wrong (consistency − strict BC, pair by pair, so its
+  bootstrap is joint with theirs).
+- C8 rationale: over the pair's correct verdicts that carry a rationale, the share whose rationale names
+  the planted edit (`rationale.names_edit`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from dataclasses import dataclass
 from functools import partial
 
 import pandas as pd
+
+from judgeops.tasks.profile.rationale import names_edit
 
 PairScores = Callable[[pd.DataFrame], pd.Series]
 
@@ -42,6 +48,42 @@ def strict_both_correct(df: pd.DataFrame, contrast: str, first: str, second: str
     wide = wide.dropna(subset=[first, second])
     both = (wide[first].astype(bool) & wide[second].astype(bool)).astype(float)
     return both.groupby(level="pair_id").mean()
+
+
+def _contrast(df: pd.DataFrame, contrast: str, first: str, second: str, value: str) -> pd.DataFrame:
+    held = "order" if contrast == "presentation" else "presentation"
+    d = df[df[contrast].isin([first, second])]
+    wide = d.pivot_table(index=["pair_id", held], columns=contrast, values=value, aggfunc="first")
+    if first not in wide or second not in wide:
+        return pd.DataFrame(columns=[first, second])
+    return wide.dropna(subset=[first, second])
+
+
+def consistency(
+    df: pd.DataFrame, contrast: str, first: str, second: str, wrong_only: bool = False
+) -> pd.Series:
+    """Same canonical choice on both members (both verdicts valid); `wrong_only`: and both wrong."""
+    choice = df.assign(choice=df["correct"].astype(float).where(df["valid"]))
+    wide = _contrast(choice, contrast, first, second, "choice")
+    if wide.empty:
+        return pd.Series(dtype=float)
+    valid = wide[[first, second]].notna().all(axis=1)
+    same = valid & (wide[first] == wide[second])
+    if wrong_only:
+        same &= wide[first] == 0
+    return same.astype(float).groupby(level="pair_id").mean()
+
+
+def rationale_quality(df: pd.DataFrame) -> pd.Series:
+    if not {"rationale", "edit_before", "edit_after"} <= set(df.columns):
+        return pd.Series(dtype=float)  # no rationales, or no planted edit to name (a published set)
+    d = df[df["correct"] & df["rationale"].notna()]
+    if d.empty:
+        return pd.Series(dtype=float)
+    named = [
+        names_edit(r, b, a) for r, b, a in zip(d["rationale"], d["edit_before"], d["edit_after"], strict=True)
+    ]
+    return pd.Series(named, index=d.index, dtype=float).groupby(d["pair_id"]).mean()
 
 
 @dataclass(frozen=True)
@@ -87,7 +129,22 @@ CONDITIONS: list[Condition] = [
     ),
     Condition("order_AB", "correct answer shown first", "accuracy", partial(order_accuracy, order="AB")),
     Condition("order_BA", "correct answer shown second", "accuracy", partial(order_accuracy, order="BA")),
+    Condition("C8_rationale", "rationale names the planted edit", "rationale", rationale_quality),
 ]
+for _name, _contrast_args in {
+    "C5": ("presentation", "plain", "polished"),
+    "C6": ("presentation", "plain", "padded"),
+    "C7": ("order", "AB", "BA"),
+}.items():
+    _c, _f, _s = _contrast_args
+    CONDITIONS += [
+        Condition(f"{_name}_consistency", f"same choice, {_f} vs {_s}", "consistency",
+                  partial(consistency, contrast=_c, first=_f, second=_s)),
+        Condition(f"{_name}_stable_wrong", f"consistently wrong, {_f} vs {_s}", "stable-but-wrong",
+                  partial(consistency, contrast=_c, first=_f, second=_s, wrong_only=True)),
+    ]  # fmt: skip
 CONDITION_BY_NAME = {c.name: c for c in CONDITIONS}
 ERROR_TYPE_CONDITIONS = ["C1_factual", "C2_logical", "C3_overclaim", "C4_omission"]
+CONTENT_CONDITIONS = ["overall", *ERROR_TYPE_CONDITIONS]  # where label noise in construction bites
 ORDER_CONDITIONS = ["order_AB", "order_BA"]
+CAP = [*ERROR_TYPE_CONDITIONS, "C5_style", "C6_length", "C7_position", "C8_rationale"]
