@@ -140,7 +140,10 @@ def cmd_report(args) -> int:
     base = _store(args)
     run_id = args.run or base.latest_run_id()
     store = ArtifactStore(base.url, run_id)
-    names = ["profiles", "coverage", "pairs", "construction_log"]
+    from judgeops.tasks.stages import previous_profiles
+
+    names = ["profiles", "profile_stats", "coverage", "pairs", "construction_log"]
+    names = [n for n in names if n != "profile_stats" or store.exists(n)]  # runs from before it existed
     tables = {n: store.read_pandas(n) for n in names}
     record = store.run_record()
     html = report_module.render_report(
@@ -149,6 +152,7 @@ def cmd_report(args) -> int:
         title=f"judgeops evaluation, {record.get('as_of', '')}",
         artifacts=store.list_artifacts(),
         judges=record.get("config", {}).get("judges", []),
+        previous=previous_profiles(store),
     )
     ref = store.write_file("report.html", html.encode(), parents={n: store.ref(n) for n in names})
     print(f"report: {store.display_path(ref.path)}")

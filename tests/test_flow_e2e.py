@@ -1,6 +1,8 @@
 """The evaluate flow end to end against a real Prefect server (prefect_test_harness)."""
 
 import datetime as dt
+import os
+from pathlib import Path
 
 import pytest
 from prefect.client.orchestration import get_client
@@ -11,6 +13,7 @@ from judgeops.data_contracts import ContractViolation
 from judgeops.flows.evaluate import evaluate
 from judgeops.schemas.store import ArtifactIntegrityError, ArtifactStore
 from judgeops.tasks.judges.programmatic import PROGRAMMATIC_JUDGES, PairwiseVerdict
+from tests.browser import inspect_report, needs_chromium
 from tests.conftest import small_config
 
 pytestmark = pytest.mark.slow
@@ -169,7 +172,14 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
     assert set(store.read_pandas("consensus")["unit_id"]) == set(variants["variant_id"])
     profiles = store.read_pandas("profiles")
     jb = profiles[profiles["benchmark"] == "judgebench"]
-    assert set(jb["condition"]) == {"overall", "order_AB", "order_BA", "C7_position"}
+    assert set(jb["condition"]) == {
+        "overall",
+        "order_AB",
+        "order_BA",
+        "C7_position",
+        "C7_consistency",
+        "C7_stable_wrong",
+    }
     length = jb.set_index(["judge_id", "condition"]).loc[("length_preference", "overall"), "estimate"]
     assert length == 0.5  # B is always longer and better half the time: a verbosity-biased judge at chance
     assert "Other benchmarks" in open(result.report, encoding="utf-8").read()
@@ -180,3 +190,19 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
         hard.set_index(["judge_id", "condition"]).loc[("reference_match", "overall"), "n"]
         == pairs["pair_id"].str.endswith(":hard").sum()
     )
+
+
+@needs_chromium
+def test_the_report_renders_in_headless_chromium_with_every_chart_and_table(first_run, tmp_path):
+    _, result = first_run
+    shot = Path(os.environ.get("JUDGEOPS_SCREENSHOT_DIR", tmp_path)) / "report.png"
+    assert inspect_report(Path(result.report), shot) == []
+    from PIL import Image
+
+    with Image.open(shot) as image:  # a full page, and not blank
+        assert image.height > 3000 and len(set(image.convert("L").resize((64, 256)).getdata())) > 20
+    # the check is not vacuous: a report without its heatmap and leaderboard is caught
+    html = Path(result.report).read_text(encoding="utf-8")
+    broken = tmp_path / "broken.html"
+    broken.write_text(html.replace('id="chart-heatmap"', 'id="gone"').replace('id="leaderboard"', 'id="x"'))
+    assert inspect_report(broken, tmp_path / "broken.png") == ["chart-heatmap", "leaderboard"]

@@ -15,6 +15,7 @@ from judgeops import __version__
 from judgeops.tasks.construct import construction_summary
 from judgeops.tasks.profile import BENCHMARK
 from judgeops.tasks.profile.conditions import (
+    CAP,
     CONDITION_BY_NAME,
     CONDITIONS,
     ERROR_TYPE_CONDITIONS,
@@ -64,6 +65,129 @@ def grouped_ci_chart(profiles: pd.DataFrame, conditions: list[str], title: str) 
     return _png(fig)
 
 
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def heatmap_chart(profiles: pd.DataFrame, conditions: list[str]) -> str:
+    """Judges × conditions, colour = estimate, each cell annotated with its estimate and 95% CI."""
+    plt = _plt()
+    conditions = [c for c in conditions if c in set(profiles["condition"])]
+    cells = profiles.set_index(["judge_id", "condition"])
+    judges = sorted(profiles["judge_id"].unique())
+    est = np.array([[cells["estimate"].get((j, c), np.nan) for c in conditions] for j in judges])
+    fig, ax = plt.subplots(figsize=(1.25 * len(conditions) + 2.5, 0.55 * len(judges) + 1.5))
+    im = ax.imshow(np.ma.masked_invalid(est), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    for i, j in enumerate(judges):
+        for k, c in enumerate(conditions):
+            if (j, c) in cells.index:
+                r = cells.loc[(j, c)]
+                ax.text(k, i, f"{r.estimate:.2f}\n[{r.ci_low:.2f},{r.ci_high:.2f}]", ha="center", va="center",
+                        fontsize=6.5)  # fmt: skip
+    ax.set_xticks(range(len(conditions)), conditions, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(judges)), judges, fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.025, pad=0.02, label="estimate")
+    ax.set_title("Judges × CAP conditions (estimate, 95% CI); blank = no cell")
+    return _png(fig)
+
+
+def radar_chart(profiles: pd.DataFrame, conditions: list[str] = CAP) -> str:
+    """One small radar per judge over C1–C8 (a missing cell is drawn at 0 and named in the title)."""
+    plt = _plt()
+    judges = sorted(profiles["judge_id"].unique())
+    cells = profiles.set_index(["judge_id", "condition"])["estimate"]
+    cols = min(4, len(judges))
+    rows = int(np.ceil(len(judges) / cols))
+    fig, axes = plt.subplots(rows, cols, subplot_kw={"projection": "polar"}, figsize=(3.1 * cols, 3.1 * rows),
+                             squeeze=False)  # fmt: skip
+    angles = np.linspace(0, 2 * np.pi, len(conditions), endpoint=False)
+    for ax, judge in zip(axes.ravel(), judges, strict=False):
+        values = np.array([cells.get((judge, c), np.nan) for c in conditions])
+        closed = np.append(np.nan_to_num(values), np.nan_to_num(values[0]))
+        ax.plot(np.append(angles, angles[0]), closed, lw=1.5)
+        ax.fill(np.append(angles, angles[0]), closed, alpha=0.25)
+        ax.set_xticks(angles, [c.split("_")[0] for c in conditions], fontsize=7)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([0.5, 1.0], ["", ""])
+        missing = [c.split("_")[0] for c, v in zip(conditions, values, strict=True) if np.isnan(v)]
+        ax.set_title(judge + (f"\n(no {', '.join(missing)})" if missing else ""), fontsize=8)
+    for ax in axes.ravel()[len(judges) :]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def previous_run_changes(current: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame:
+    """Per judge and condition (judgerEva): the change since the previous run with a 95% CI (normal
+    approximation from the two percentile CIs: independent runs), flagged where the two CIs do not overlap."""
+    key = ["judge_id", "condition"]
+    now = current[current["benchmark"] == BENCHMARK].set_index(key)
+    before = previous[previous["benchmark"] == BENCHMARK].set_index(key)
+    both = now.join(before, how="inner", lsuffix="", rsuffix="_prev")
+    if both.empty:
+        return pd.DataFrame()
+    se = np.sqrt(
+        ((both["ci_high"] - both["ci_low"]) / 3.92) ** 2
+        + ((both["ci_high_prev"] - both["ci_low_prev"]) / 3.92) ** 2
+    )
+    change = both["estimate"] - both["estimate_prev"]
+    out = pd.DataFrame(
+        {
+            "previous": both["estimate_prev"].round(3),
+            "now": both["estimate"].round(3),
+            "change": change.round(3),
+            "change 95% CI": [
+                f"[{c - 1.96 * s:+.3f}, {c + 1.96 * s:+.3f}]" for c, s in zip(change, se, strict=True)
+            ],
+            "CIs overlap": np.where(
+                (both["ci_low"] > both["ci_high_prev"]) | (both["ci_high"] < both["ci_low_prev"]), "NO", "yes"
+            ),
+        }
+    )
+    return out.reset_index()
+
+
+def stats_tables(stats: pd.DataFrame | None) -> dict[str, str | None]:
+    """HTML tables of profile_stats: stress degradation, rank stability, profile distance."""
+    if stats is None or stats.empty:
+        return {"stress": None, "rank": None, "distance": None}
+
+    def ci(r) -> str:
+        return f"{r.estimate:+.2f}" + ("" if np.isnan(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]")
+
+    stats = stats.assign(cell=[ci(r) for r in stats.itertuples()])
+    stress = stats[stats["kind"] == "stress_degradation"]
+    stress_html = None
+    if len(stress):
+        wide = stress.pivot_table(
+            index=["benchmark", "judge_id"], columns="condition", values="cell", aggfunc="first"
+        )
+        wide = wide[[c for c in ["overall", *CAP] if c in wide.columns]]
+        stress_html = wide.reset_index().to_html(index=False, classes="grid", na_rep="–")
+    rank = stats[stats["kind"].str.startswith("rank_stability")]
+    rank_html = None
+    if len(rank):
+        rank_html = (
+            rank[["kind", "benchmark", "other", "condition", "n", "cell"]]
+            .rename(columns={"n": "judges", "cell": "Spearman ρ [95% CI]"})
+            .to_html(index=False, classes="grid")
+        )
+    dist = stats[stats["kind"].isin(["profile_distance", "family_distance"])]
+    dist_html = None
+    if len(dist):
+        dist_html = (
+            dist[["kind", "judge_id", "other_judge", "condition", "n", "estimate"]]
+            .rename(columns={"n": "conditions", "estimate": "mean |Δ|"})
+            .to_html(index=False, classes="grid", float_format="%.3f")
+        )
+    return {"stress": stress_html, "rank": rank_html, "distance": dist_html}
+
+
 def _cell(row: pd.Series) -> str:
     return f"{row.estimate:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}] n={row.n}"
 
@@ -109,10 +233,28 @@ def panel_rows(judges: list[dict]) -> list[dict]:
 
 
 def render_report(
-    tables: dict[str, pd.DataFrame], run_id: str, title: str, artifacts: list[dict], judges: list[dict] = ()
+    tables: dict[str, pd.DataFrame],
+    run_id: str,
+    title: str,
+    artifacts: list[dict],
+    judges: list[dict] = (),
+    previous: tuple[str, pd.DataFrame] | None = None,
 ) -> str:
     published = external_table(tables["profiles"])
     profiles = tables["profiles"][tables["profiles"]["benchmark"] == BENCHMARK]
+    judges_only = profiles[~profiles["judge_id"].str.startswith("panel:")]
+    panel = profiles[profiles["judge_id"].str.startswith("panel:")]
+    aggregation = None
+    if len(panel):
+        keep = panel[
+            panel["condition"].isin(
+                ["overall", *ERROR_TYPE_CONDITIONS, "C5_style", "C6_length", "C7_position"]
+            )
+        ]
+        aggregation = condition_table(keep, ["judge_id"])
+    changes = (
+        previous_run_changes(tables["profiles"], previous[1]) if previous is not None else pd.DataFrame()
+    )
     pairs = tables["pairs"]
     log = tables["construction_log"]
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
@@ -148,6 +290,12 @@ def render_report(
         artifacts=artifacts,
         n_pairs=len(pairs),
         external_table=published,
+        heatmap=heatmap_chart(judges_only, ["overall", *CAP]),
+        radar=radar_chart(judges_only),
+        aggregation_table=aggregation,
+        stats=stats_tables(tables.get("profile_stats")),
+        previous_run=previous[0] if previous is not None else None,
+        changes_table=changes.to_html(index=False, classes="grid") if len(changes) else None,
     )
 
 
