@@ -204,6 +204,18 @@ def profiles_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
+def pointwise_bias_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("judge_id", "examinee"),
+        _probability("fpr"),
+        _probability("fnr"),
+        gxe.ExpectColumnValuesToBeBetween(
+            column="directional_bias", min_value=-1.0, max_value=1.0, meta=STOP
+        ),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
+    ]
+
+
 def profile_stats_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_keys("kind", "benchmark", "other", "judge_id", "other_judge", "condition"),
@@ -243,5 +255,6 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "consensus": consensus_suite,
     "profiles": profiles_suite,
     "profile_stats": profile_stats_suite,
+    "pointwise_bias": pointwise_bias_suite,
     "calibration": calibration_suite,
 }

@@ -71,10 +71,11 @@ def evaluate(
         ingest_summary_stage(store, ingested)
         items = {"items": ingested["items"]}
         published = {"external_pairs": ingested["external_pairs"]} if "external_pairs" in ingested else {}
+        answers = {"responses": ingested["responses"]} if "responses" in ingested else {}
         built = construct_stage(store, {**items, **published}, config.construction, reuse, config.cache.path)
         verdicts = judge_stage(
             store,
-            {**items, **published, **built},
+            {**items, **published, **answers, **built},
             config.judges,
             config.batch_size,
             reuse,
@@ -88,7 +89,14 @@ def evaluate(
         )
         profiles = profile_stage(
             store,
-            {**verdicts, **consensus, **published, "variants": built["variants"], "pairs": built["pairs"]},
+            {
+                **verdicts,
+                **consensus,
+                **published,
+                **answers,
+                "variants": built["variants"],
+                "pairs": built["pairs"],
+            },
             config.profile,
             reuse,
         )

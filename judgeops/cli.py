@@ -142,8 +142,10 @@ def cmd_report(args) -> int:
     store = ArtifactStore(base.url, run_id)
     from judgeops.tasks.stages import previous_profiles
 
-    names = ["profiles", "profile_stats", "coverage", "pairs", "construction_log"]
-    names = [n for n in names if n != "profile_stats" or store.exists(n)]  # runs from before it existed
+    names = ["profiles", "profile_stats", "pointwise_bias", "coverage", "pairs", "construction_log"]
+    names = [
+        n for n in names if n in ("profiles", "coverage", "pairs", "construction_log") or store.exists(n)
+    ]
     tables = {n: store.read_pandas(n) for n in names}
     record = store.run_record()
     html = report_module.render_report(

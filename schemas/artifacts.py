@@ -14,7 +14,7 @@ import pyarrow as pa
 ERROR_TYPES = ("factual_fabrication", "logical_reversal", "overclaim", "critical_omission")
 PRESENTATIONS = ("plain", "polished", "padded")
 ORDERS = ("AB", "BA")
-VERDICTS = ("A", "B", "tie")
+VERDICTS = ("A", "B", "tie", "correct", "incorrect")  # the last two: an examinee answer judged alone
 DOMAINS = ("math", "science", "logic", "legal", "medical", "general")
 
 QUARANTINE_SUFFIX = "__quarantine"
@@ -223,6 +223,25 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             ("judge_id", "benchmark", "condition"),
             "a judge x condition cell with a bootstrap CI (and a Rogan-Gladen corrected value where the "
             "construction's label validity was measured)",
+        ),
+        ArtifactSchema(
+            "pointwise_bias",
+            1,
+            _s(
+                pa.field("judge_id", _STR, nullable=False),
+                pa.field("examinee", _STR, nullable=False),
+                pa.field("n", pa.int64()),
+                pa.field("n_missing", pa.int64()),
+                pa.field("n_wrong", pa.int64()),
+                pa.field("n_correct", pa.int64()),
+                pa.field("fpr", _F),
+                pa.field("fnr", _F),
+                pa.field("directional_bias", _F),
+                pa.field("examinee_accuracy", _F),
+                pa.field("self_evaluation", pa.bool_()),
+            ),
+            ("judge_id", "examinee"),
+            "a judge's false positive and false negative rates on one examinee's answers, judged alone",
         ),
         ArtifactSchema(
             "profile_stats",

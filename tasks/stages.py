@@ -292,6 +292,11 @@ def judge_stage(
             external_pairs=t.get("external_pairs"),
             cache_path=cache_path,
         )
+        if "responses" in t and len(t["responses"]):  # examinee answers, each judged alone
+            on_responses = judges_module.judge_responses(
+                t["responses"], t["items"], judges, store.run_id, cache_path, _Progress("response checks")
+            )
+            verdicts = pd.concat([verdicts, on_responses], ignore_index=True)
         return {"verdicts": verdicts}
 
     def incomplete(outputs: dict[str, pd.DataFrame]) -> str | None:
@@ -344,6 +349,7 @@ def aggregate_stage(
 
 @task(name="profile", cache_policy=NO_CACHE)
 def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reuse: bool = True) -> Refs:
+    from judgeops.tasks.profile.bias import pointwise_bias
     from judgeops.tasks.profile.compare import profile_stats
 
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -354,9 +360,11 @@ def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reu
         )
         judges = store.run_record().get("config", {}).get("judges", [])
         families = {j["name"]: j.get("family") or j["name"] for j in judges}
+        bias = pointwise_bias(t["verdicts"], t.get("responses"), judges)
         return {
             "profiles": profile_module.profile_rows(profiles),
-            "profile_stats": profile_stats(profiles, config.confidence, families),
+            "profile_stats": profile_stats(profiles, config.confidence, families, bias),
+            "pointwise_bias": bias,
         }
 
     return run_stage(store, "profile", profile_module, inputs, {"profile": config}, compute, reuse)

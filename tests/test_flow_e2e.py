@@ -206,3 +206,32 @@ def test_the_report_renders_in_headless_chromium_with_every_chart_and_table(firs
     broken = tmp_path / "broken.html"
     broken.write_text(html.replace('id="chart-heatmap"', 'id="gone"').replace('id="leaderboard"', 'id="x"'))
     assert inspect_report(broken, tmp_path / "broken.png") == ["chart-heatmap", "leaderboard"]
+
+
+def test_examinee_answers_are_judged_alone_and_their_bias_reported(prefect_server, tmp_path):
+    import json
+
+    from judgeops.config import ConstructionConfig, ResponsesSource
+    from judgeops.tasks.construct import construct
+    from judgeops.tasks.ingest import ingest_items
+
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    items = ingest_items(config.sources).items
+    pairs = construct(items, ConstructionConfig())["pairs"].drop_duplicates("item_id")
+    path = tmp_path / "answers.jsonl"
+    with path.open("w") as f:
+        for name, every in {"model-x": 4, "model-y": 2}.items():
+            for i, p in enumerate(pairs.itertuples()):
+                text = p.answer_flawed if i % every == 0 else p.answer_correct
+                f.write(json.dumps({"item_id": p.item_id, "examinee": name, "text": text}) + "\n")
+    config.responses = [ResponsesSource(path=str(path))]
+    result = evaluate(config=config, as_of=AS_OF)
+    store = ArtifactStore(config.store.url, result.run_id)
+    verdicts = store.read_pandas("verdicts")
+    on_answers = verdicts[verdicts["response_id"].notna()]
+    assert set(on_answers["verdict"]) <= {"correct", "incorrect"} and len(on_answers) == 4 * 2 * len(pairs)
+    bias = store.read_pandas("pointwise_bias")
+    assert len(bias) == 4 * 2 and (bias["n"] == len(pairs)).all()
+    ref = bias[bias["judge_id"] == "reference_match"].set_index("examinee")
+    assert (ref["fpr"] == 0).all() and (ref["fnr"] == 0).all()  # it checks the final claim against gold
+    assert 'id="chart-bias"' in open(result.report, encoding="utf-8").read()

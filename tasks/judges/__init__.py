@@ -27,7 +27,7 @@ from judgeops.config import JudgeConfig
 from judgeops.tasks.judges.backends import Backend, JudgeBackendError, get_backend
 from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Call, Reply, make_call
-from judgeops.tasks.judges.programmatic import judge_unit
+from judgeops.tasks.judges.programmatic import check_response, judge_unit
 from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "complete_cached",
     "coverage",
     "get_backend",
+    "judge_responses",
     "judge_variants",
     "run_judge",
     "to_canonical",
@@ -291,6 +292,85 @@ def judge_variants(
     for col in ("p_first", "flip_rate", "p_first_sd"):
         out[col] = out[col].astype(float)
     return out
+
+
+def _response_sample(responses: pd.DataFrame, max_n: int | None, seed: str) -> pd.DataFrame:
+    """Every response, or a fixed hash-ranked sample of `max_n` (the same in every run: its calls stay cached)."""
+    if max_n is None or len(responses) <= max_n:
+        return responses
+    rank = responses["response_id"].map(lambda r: hashlib.sha256(f"{seed}:{r}".encode()).hexdigest())
+    return responses.loc[rank.sort_values().index[:max_n]]
+
+
+def judge_responses(
+    responses: pd.DataFrame,
+    items: pd.DataFrame,
+    judges: list[JudgeConfig],
+    run_id: str,
+    cache_path: str | None = None,
+    progress: ProgressFn | None = None,
+) -> pd.DataFrame:
+    """Every judge says whether each examinee answer is correct, the answer shown alone (protocol
+    `response_check`: one yes/no; programmatic judges apply their own notion of a good answer). A judge with
+    `max_pairs` judges a fixed sample of that many responses. One `verdicts` row per judge and response,
+    `variant_id` empty, `verdict` "correct" / "incorrect" (None with the error when the call failed)."""
+    context = items.set_index("item_id")
+    question = responses["item_id"].map(context["question"]).fillna("")
+    gold = responses["item_id"].map(context["gold"]).fillna("").astype(str)
+    units_all = {
+        rid: Unit(f"response:{rid}", q, text, "", ref)
+        for rid, q, text, ref in zip(responses["response_id"], question, responses["text"], gold, strict=True)
+    }
+    rows: list[dict] = []
+    cache = CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j in judges) else None
+    done, total, errors = 0, sum(len(_response_sample(responses, j.max_pairs, j.name)) for j in judges), 0
+    try:
+        for judge in judges:
+            units = [
+                units_all[r] for r in _response_sample(responses, judge.max_pairs, judge.name)["response_id"]
+            ]
+            check = judge.model_copy(update={"protocol": "response_check", "rationale": False})
+            if judge.backend == "programmatic":
+                judged = {u.unit_id: JudgedUnit(check_response(judge.model, u), 1, None, None, None, None, 1, 0)
+                          for u in units}  # fmt: skip
+            else:
+                if cache is None:
+                    raise ValueError("LLM judges need a call cache (cache_path)")
+                judged = run_judge(check, units, cache, chunk_size=max(8, 4 * judge.max_concurrency))
+            done += len(units)
+            errors += sum(j.decision.verdict is None for j in judged.values())
+            if progress:
+                progress(done, total, errors, sum(j.cache_hits for j in judged.values()))
+            for unit in units:
+                j = judged[unit.unit_id]
+                rows.append(
+                    {
+                        "call_id": call_id(check, unit.unit_id),
+                        "run_id": run_id,
+                        "judge_id": judge.name,
+                        "protocol": "response_check",
+                        "variant_id": None,
+                        "response_id": unit.unit_id.removeprefix("response:"),
+                        "verdict": j.decision.verdict,
+                        "p_first": j.decision.p_first,
+                        "rationale": j.decision.rationale,
+                        "latency_ms": j.latency_ms,
+                        "tokens": j.tokens,
+                        "cached": j.n_calls > 0
+                        and j.cache_hits == j.n_calls
+                        and judge.backend != "programmatic",
+                        "error": j.decision.error,
+                        "n_samples": j.n_samples,
+                        "flip_rate": j.flip_rate,
+                        "p_first_sd": j.p_first_sd,
+                        "n_calls": j.n_calls,
+                        "cache_hits": j.cache_hits,
+                    }
+                )
+    finally:
+        if cache is not None:
+            cache.close()
+    return pd.DataFrame(rows)
 
 
 def transport_failures(verdicts: pd.DataFrame) -> int:

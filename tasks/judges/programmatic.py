@@ -171,6 +171,34 @@ SCORES: dict[str, ScoreFn] = {  # (question, answer, reference) -> how good the 
 }
 
 
+# Saying "correct" about one answer alone (pointwise bias, issue 7): each heuristic's own notion of a good
+# answer, as a yes/no. (question, answer, reference) -> (says correct, why)
+CHECKS: dict[str, Callable[[str, str, str], tuple[bool, str]]] = {
+    "reference_match": lambda q, text, ref: (
+        claim_matches(final_claim(text), ref),
+        f"final claim {'matches' if claim_matches(final_claim(text), ref) else 'does not match'} the reference {ref!r}",
+    ),
+    "numeric_consistency": lambda q, text, ref: (
+        not consistency_errors(text),
+        "; ".join(consistency_errors(text)) or "no arithmetic or comparison fails",
+    ),
+    "length_preference": lambda q, text, ref: (len(text) >= 150, f"{len(text)} characters (thorough: ≥ 150)"),
+    "hedge_preference": lambda q, text, ref: (
+        _caution(text) >= 0,
+        f"caution score {_caution(text)} (≥ 0: no overclaim)",
+    ),
+}
+
+
+def check_response(model: str, unit) -> Decision:
+    """A programmatic judge's yes/no on one examinee answer (unit.first)."""
+    try:
+        ok, why = CHECKS[model](unit.question, unit.first, unit.reference)
+    except Exception as exc:  # recorded, counted against coverage
+        return Decision(None, None, None, f"{type(exc).__name__}: {exc}")
+    return Decision("correct" if ok else "incorrect", 0.9 if ok else 0.1, why)
+
+
 def judge_unit(model: str, protocol: str, unit) -> Decision:
     """A programmatic judge's decision on one protocols.Unit; an exception becomes an error, never a gap."""
     try:

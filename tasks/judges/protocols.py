@@ -190,7 +190,29 @@ class BlindReference:
         return Decision(decision.verdict, decision.p_first, f"own solution: {solution}; {decision.rationale}")
 
 
+class ResponseCheck:
+    """An examinee's answer judged alone (pointwise bias): "correct" or "incorrect", p_first = P(yes)."""
+
+    name, version = "response_check", "response_check-1"
+
+    def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
+        if previous is not None:
+            return None
+        return [Request(prompts.pointwise(unit.question, unit.first), 1, ("yes", "no"))]
+
+    def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
+        if failed := _failed(replies):
+            return failed
+        p_yes = _p_yes(replies[0])
+        if p_yes is None:
+            return _unparsable(replies[0].text)
+        verdict = "correct" if p_yes > 0.5 else "incorrect" if p_yes < 0.5 else "tie"
+        return Decision(verdict, p_yes, None)
+
+
 def get_protocol(name: str, rationale: bool = False, max_tokens: int | None = None):
+    if name == "response_check":
+        return ResponseCheck()
     if name == "pairwise":
         return Pairwise(rationale, max_tokens)
     if name == "pointwise":

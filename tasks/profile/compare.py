@@ -126,10 +126,16 @@ def profile_distance(profiles: dict[str, Profile], families: dict[str, str] | No
 
 
 def profile_stats(
-    profiles: dict[str, Profile], confidence: float = 0.95, families: dict[str, str] | None = None
+    profiles: dict[str, Profile],
+    confidence: float = 0.95,
+    families: dict[str, str] | None = None,
+    bias: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
+    from judgeops.tasks.profile.bias import leniency
+
     rows = stress_degradation(profiles, confidence) + rank_stability(profiles, confidence)
     rows += profile_distance(profiles, families)
+    rows += [_row(**r) for r in leniency(bias)] if bias is not None and len(bias) else []
     table = pd.DataFrame(rows, columns=STATS_COLUMNS)
     text = ["kind", "benchmark", "other", "judge_id", "other_judge", "condition"]
     table[text] = table[text].fillna("")  # "" = not applicable, so the key columns are never null

@@ -122,6 +122,32 @@ def radar_chart(profiles: pd.DataFrame, conditions: list[str] = CAP) -> str:
     return _png(fig)
 
 
+def bias_matrix_chart(bias: pd.DataFrame) -> str:
+    """Judges × examinees, colour = DirectionalBias (red: lenient, blue: strict), n per cell, self-evaluation
+    cells boxed."""
+    plt = _plt()
+    judges, examinees = sorted(bias["judge_id"].unique()), sorted(bias["examinee"].unique())
+    cells = bias.set_index(["judge_id", "examinee"])
+    grid = np.array([[cells["directional_bias"].get((j, e), np.nan) for e in examinees] for j in judges])
+    fig, ax = plt.subplots(figsize=(1.3 * len(examinees) + 3, 0.6 * len(judges) + 1.6))
+    im = ax.imshow(np.ma.masked_invalid(grid), cmap="coolwarm", vmin=-1, vmax=1, aspect="auto")
+    for i, j in enumerate(judges):
+        for k, e in enumerate(examinees):
+            if (j, e) not in cells.index:
+                continue
+            r = cells.loc[(j, e)]
+            text = "–" if np.isnan(r.directional_bias) else f"{r.directional_bias:+.2f}"
+            ax.text(k, i, f"{text}\nn={r.n}", ha="center", va="center", fontsize=7)
+            if r.self_evaluation:
+                ax.add_patch(plt.Rectangle((k - 0.5, i - 0.5), 1, 1, fill=False, lw=2.2, ec="black"))
+    ax.set_xticks(range(len(examinees)), examinees, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(judges)), judges, fontsize=8)
+    ax.set_xlabel("examinee")
+    fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02, label="FPR − FNR")
+    ax.set_title("Directional bias (red: lenient, blue: strict; boxed: self-evaluation)")
+    return _png(fig)
+
+
 def previous_run_changes(current: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame:
     """Per judge and condition (judgerEva): the change since the previous run with a 95% CI (normal
     approximation from the two percentile CIs: independent runs), flagged where the two CIs do not overlap."""
@@ -255,6 +281,8 @@ def render_report(
     changes = (
         previous_run_changes(tables["profiles"], previous[1]) if previous is not None else pd.DataFrame()
     )
+    bias = tables.get("pointwise_bias")
+    has_bias = bias is not None and len(bias) > 0
     pairs = tables["pairs"]
     log = tables["construction_log"]
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
@@ -296,6 +324,10 @@ def render_report(
         stats=stats_tables(tables.get("profile_stats")),
         previous_run=previous[0] if previous is not None else None,
         changes_table=changes.to_html(index=False, classes="grid") if len(changes) else None,
+        bias_chart=bias_matrix_chart(bias) if has_bias else None,
+        bias_table=bias.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
+        if has_bias
+        else None,
     )
 
 
