@@ -115,10 +115,11 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "external_pairs",
-            1,
+            2,
             _s(
                 pa.field("pair_id", _STR, nullable=False),
                 pa.field("source", _STR),
+                pa.field("subset", _STR),
                 pa.field("question", _STR),
                 pa.field("answer_1", _STR),
                 pa.field("answer_2", _STR),

@@ -151,6 +151,7 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
             "response_A": f"The answer is {2 * i}.",
             "response_B": f"It is {2 * i + 1}, and that is a long and detailed answer.",
             "label": "A>B" if i % 2 else "B>A",
+            "source": ["mmlu-pro-biology", "livebench-reasoning", "livecodebench"][i % 3],
         }
         for i in range(12)
     ]
@@ -163,23 +164,26 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
     store = ArtifactStore(config.store.url, result.run_id)
     variants = store.read_pandas("variants")
     published = variants[variants["pair_id"].str.startswith("judgebench-")]
-    assert len(published) == 24 and set(published["order"]) == {"AB", "BA"}
+    assert len(published) == 12 * 3 * 2 and set(published["order"]) == {"AB", "BA"}
+    assert set(published["presentation"]) == {"plain", "polished", "padded"}  # generated: augmented C5/C6
+    assert set(store.read_pandas("external_pairs")["subset"]) == {"mmlu-pro-biology", "livebench-reasoning",
+                                                                  "livecodebench"}  # fmt: skip
     verdicts = store.read_pandas("verdicts")
     programmatic = verdicts[verdicts["judge_id"] != "smollm2-135m"]  # SmolLM2 judges a 4-pair sample
     assert (
-        programmatic["variant_id"].isin(published["variant_id"]).sum() == 24 * 4
-    )  # every judge, both orders
+        programmatic["variant_id"].isin(published["variant_id"]).sum() == 72 * 4
+    )  # every judge, every presentation, both orders
     assert set(store.read_pandas("consensus")["unit_id"]) == set(variants["variant_id"])
     profiles = store.read_pandas("profiles")
     jb = profiles[profiles["benchmark"] == "judgebench"]
-    assert set(jb["condition"]) == {
-        "overall",
-        "order_AB",
-        "order_BA",
-        "C7_position",
-        "C7_consistency",
-        "C7_stable_wrong",
-    }
+    evidence = jb.groupby("condition")["evidence"].first().to_dict()
+    assert {
+        c: evidence[c] for c in ("overall", "order_AB", "C7_position", "C7_consistency")
+    } == dict.fromkeys(("overall", "order_AB", "C7_position", "C7_consistency"), "direct")
+    assert evidence["C5_style"] == evidence["C6_length"] == evidence["C5_consistency"] == "augmented"
+    assert evidence["C1_factual"] == evidence["C2_logical"] == "approx"  # mmlu-pro-*, livebench-reasoning
+    assert jb.set_index(["judge_id", "condition"]).loc[("reference_match", "C1_factual"), "n"] == 4
+    assert not {"C3_overclaim", "C4_omission", "C8_rationale"} & set(jb["condition"])
     length = jb.set_index(["judge_id", "condition"]).loc[("length_preference", "overall"), "estimate"]
     assert length == 0.5  # B is always longer and better half the time: a verbosity-biased judge at chance
     assert "Other benchmarks" in open(result.report, encoding="utf-8").read()

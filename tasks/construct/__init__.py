@@ -325,25 +325,37 @@ def build_variants(pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFr
 
 
 def external_variants(external_pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFrame:
-    """Published pairs as displayed prompts: plain, in each configured order, with the gold position.
+    """Published pairs as displayed prompts, in each configured order and presentation, with the gold position.
 
-    They have no planted edit, so only the order contrast applies (C7 and accuracy per order)."""
+    They have no planted edit: the order contrast (C7) is direct; the polished and padded presentations are
+    generated here by the same deterministic rewrites as judgerEva's, so C5/C6 on a published set are
+    "augmented" evidence."""
     rows = []
     for pair in external_pairs.itertuples(index=False):
-        for order in config.orders:
-            a, b = (pair.answer_1, pair.answer_2) if order == "AB" else (pair.answer_2, pair.answer_1)
-            better_first = (pair.gold == "1") == (order == "AB")
-            rows.append(
-                {
-                    "variant_id": f"{pair.pair_id}:plain:{order}",
-                    "pair_id": pair.pair_id,
-                    "presentation": "plain",
-                    "order": order,
-                    "text_a": a,
-                    "text_b": b,
-                    "gold_position": "A" if better_first else "B",
-                }
+        shown = {"plain": (pair.answer_1, pair.answer_2)}
+        if "polished" in config.presentations:
+            shown["polished"] = (polished(pair.answer_1), polished(pair.answer_2))
+        if "padded" in config.presentations:
+            prefix, suffix = padding_for(
+                max(len(pair.answer_1), len(pair.answer_2)), _seed(config.seed, pair.pair_id, "padding")
             )
+            shown["padded"] = (padded(pair.answer_1, prefix, suffix), padded(pair.answer_2, prefix, suffix))
+        for presentation in config.presentations:
+            one, two = shown[presentation]
+            for order in config.orders:
+                a, b = (one, two) if order == "AB" else (two, one)
+                better_first = (pair.gold == "1") == (order == "AB")
+                rows.append(
+                    {
+                        "variant_id": f"{pair.pair_id}:{presentation}:{order}",
+                        "pair_id": pair.pair_id,
+                        "presentation": presentation,
+                        "order": order,
+                        "text_a": a,
+                        "text_b": b,
+                        "gold_position": "A" if better_first else "B",
+                    }
+                )
     return pd.DataFrame(rows, columns=schema_for("variants").schema.names)
 
 

@@ -27,12 +27,13 @@ LICENSES = {"llmbar": "MIT", "judgebench": "MIT", "hh_rlhf": "MIT"}
 COLUMNS = schema_for("external_pairs").schema.names
 
 
-def _row(fmt: str, path: Path, line: int, question, a1, a2, gold: str) -> dict:
+def _row(fmt: str, path: Path, line: int, question, a1, a2, gold: str, subset: str | None = None) -> dict:
     q, x, y = normalize_text(question), str(a1).strip(), str(a2).strip()
     digest = hashlib.sha256(json.dumps([q, x, y]).encode()).hexdigest()[:16]
     return {
         "pair_id": f"{fmt}-{digest}",
         "source": fmt,
+        "subset": subset,
         "question": q,
         "answer_1": x,
         "answer_2": y,
@@ -63,7 +64,8 @@ def read_llmbar(path: Path) -> Iterator[dict | Reject]:
 
 
 def read_judgebench(path: Path) -> Iterator[dict | Reject]:
-    """jsonl of {question, response_A, response_B, label "A>B" | "B>A"}."""
+    """jsonl of {question, response_A, response_B, label "A>B" | "B>A"}; its `source` (mmlu-pro-biology,
+    livebench-reasoning, …) is kept as the subset that CAP's C1/C2 proxies read."""
     for line, rec in iter_json_records(path):
         if isinstance(rec, Reject):
             yield rec
@@ -76,7 +78,8 @@ def read_judgebench(path: Path) -> Iterator[dict | Reject]:
         if isinstance(fields, Reject):
             yield fields
             continue
-        yield _row("judgebench", path, line, *fields, "1" if label == "A>B" else "2")
+        subset = rec.get("source") or rec.get("category")  # JudgeBench: mmlu-pro-*, livebench-reasoning, …
+        yield _row("judgebench", path, line, *fields, "1" if label == "A>B" else "2", subset and str(subset))
 
 
 def split_dialogue(text: str) -> tuple[str, str]:

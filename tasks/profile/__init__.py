@@ -10,7 +10,8 @@ draws of the construction's specificity/sensitivity), stress degradation between
 Benchmarks of a run: judgerEva; its Hard-Constructed pairs; its Hard-Empirical pairs (those most of the
 OTHER judges get wrong: leave-one-out, so a judge does not select its own failures); judgerEva without the
 pairs a QC flag marks as weaker (QC sensitivity); each published pairwise set (LLMBar, JudgeBench, …), where
-only the order conditions are direct.
+only the order conditions are direct: C5/C6 come from generated polished/padded variants (augmented), C1/C2
+from subsets that approximate an error type (approx), marked in each cell's `evidence`.
 """
 
 from __future__ import annotations
@@ -202,9 +203,36 @@ def profile_all(
         out[HARD_EMPIRICAL] = Profile(pd.concat(per_judge, ignore_index=True))
     if external_pairs is not None and len(external_pairs):
         for source, group in external_pairs.groupby("source", sort=True):
-            ext = group[["pair_id"]].assign(error_type=None, domain=None)
-            out[str(source)] = profile(verdicts, variants, ext, config, benchmark=str(source))
+            subset = group["subset"] if "subset" in group else pd.Series(None, index=group.index)
+            ext = group[["pair_id"]].assign(error_type=subset.map(proxy_error_type), domain=None)
+            out[str(source)] = profile(verdicts, variants, ext, config, str(source), EXTERNAL_EVIDENCE)
     return out
+
+
+# A published set has no planted edit. Its order contrast is direct evidence; its polished/padded variants are
+# generated (construct.external_variants): augmented; a subset that stands in for an error type: approximate.
+PROXIES = {
+    "factual_fabrication": ("mmlu", "knowledge", "stem", "humanities", "trivia", "fact"),
+    "logical_reversal": ("reasoning", "math", "logic"),
+}
+EXTERNAL_EVIDENCE = {
+    **{c: "approx" for c in ("C1_factual", "C2_logical")},
+    **{f"{c}{suffix}": "augmented" for c in ("C5", "C6") for suffix in ("_consistency", "_stable_wrong")},
+    "C5_style": "augmented",
+    "C6_length": "augmented",
+}
+
+
+def proxy_error_type(subset: str | None) -> str | None:
+    """The CAP error type a published set's subset approximates (JudgeBench's mmlu-pro-* → factual,
+    livebench-reasoning / -math → logical), or None."""
+    if not isinstance(subset, str):
+        return None
+    name = subset.lower()
+    for error_type, keys in PROXIES.items():
+        if any(k in name for k in keys):
+            return error_type
+    return None
 
 
 def profile_rows(profiles: dict[str, Profile]) -> pd.DataFrame:
