@@ -76,6 +76,7 @@ def test_the_run_and_its_artifacts_are_on_the_prefect_server(first_run):
     assert {
         "leaderboard",
         "judge-profiles",
+        "cap-profile",
         "report",
         "contract-verdicts",
         "contract-items",

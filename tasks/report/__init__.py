@@ -148,6 +148,26 @@ def bias_matrix_chart(bias: pd.DataFrame) -> str:
     return _png(fig)
 
 
+def calibration_chart(calibration: pd.DataFrame) -> str:
+    """FPR and FNR per judge over the weeks, one panel per estimator."""
+    plt = _plt()
+    estimators = sorted(calibration["estimator"].unique())
+    fig, axes = plt.subplots(1, len(estimators), figsize=(4.6 * len(estimators), 3.2), squeeze=False)
+    for ax, est in zip(axes[0], estimators, strict=True):
+        part = calibration[calibration["estimator"] == est].sort_values("week")
+        for k, (judge, g) in enumerate(part.groupby("judge_id")):
+            colour = f"C{k % 10}"
+            ax.plot(g["week"], g["fpr"], color=colour, marker="o", ms=3, label=f"{judge} FPR")
+            ax.plot(g["week"], g["fnr"], color=colour, marker="x", ms=3, ls="--", label=f"{judge} FNR")
+        ax.set_title(est)
+        ax.set_ylim(0, 1)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    axes[0][0].set_ylabel("error rate")
+    axes[0][-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.tight_layout()
+    return _png(fig)
+
+
 def previous_run_changes(current: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame:
     """Per judge and condition (judgerEva): the change since the previous run with a 95% CI (normal
     approximation from the two percentile CIs: independent runs), flagged where the two CIs do not overlap."""
@@ -283,6 +303,8 @@ def render_report(
     )
     bias = tables.get("pointwise_bias")
     has_bias = bias is not None and len(bias) > 0
+    calibration = tables.get("calibration")
+    has_calibration = calibration is not None and len(calibration) > 0
     pairs = tables["pairs"]
     log = tables["construction_log"]
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
@@ -324,6 +346,12 @@ def render_report(
         stats=stats_tables(tables.get("profile_stats")),
         previous_run=previous[0] if previous is not None else None,
         changes_table=changes.to_html(index=False, classes="grid") if len(changes) else None,
+        calibration_chart=calibration_chart(calibration) if has_calibration else None,
+        calibration_table=calibration.sort_values(["week", "judge_id", "estimator"]).to_html(
+            index=False, classes="grid", float_format="%.3f"
+        )
+        if has_calibration
+        else None,
         bias_chart=bias_matrix_chart(bias) if has_bias else None,
         bias_table=bias.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
         if has_bias
@@ -331,8 +359,13 @@ def render_report(
     )
 
 
+def _round(x: float) -> float | None:
+    return None if x is None or np.isnan(x) else round(float(x), 3)
+
+
 def publish(tables: dict[str, pd.DataFrame], report_path: str) -> None:
-    """The leaderboard and error-type table on the Prefect flow run, with a link to the report."""
+    """The leaderboard, the accuracy and CAP tables and the pointwise bias on the Prefect flow run, with a
+    link to the report."""
     from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
     from prefect.context import FlowRunContext, TaskRunContext
 
@@ -354,6 +387,28 @@ def publish(tables: dict[str, pd.DataFrame], report_path: str) -> None:
     create_table_artifact(
         table=rows, key="judge-profiles", description="accuracy per judge and condition, 95% bootstrap CI"
     )
+    cap = profiles[profiles["condition"].isin(CAP)]
+    create_table_artifact(
+        table=[
+            {"judge": r.judge_id, "condition": r.condition, "n": int(r.n), "estimate": round(r.estimate, 3),
+             "ci_95": f"[{r.ci_low:.3f}, {r.ci_high:.3f}]", "evidence": r.evidence}
+            for r in cap.itertuples()
+        ],
+        key="cap-profile",
+        description="CAP conditions C1-C8 per judge and panel method, 95% bootstrap CI",
+    )  # fmt: skip
+    bias = tables.get("pointwise_bias")
+    if bias is not None and len(bias):
+        create_table_artifact(
+            table=[
+                {"judge": r.judge_id, "examinee": r.examinee, "n": int(r.n), "fpr": _round(r.fpr),
+                 "fnr": _round(r.fnr), "directional_bias": _round(r.directional_bias),
+                 "self_evaluation": bool(r.self_evaluation)}
+                for r in bias.itertuples()
+            ],
+            key="pointwise-bias",
+            description="judges on examinee answers shown alone: FPR, FNR, FPR - FNR",
+        )  # fmt: skip
     overall = profiles[profiles["condition"] == "overall"].sort_values("estimate", ascending=False)
     md = ["| judge | PA overall | 95% CI | n pairs |", "|---|---|---|---|"]
     md += [
