@@ -378,6 +378,29 @@ def cmd_aggregate(args) -> int:
     return 0
 
 
+def cmd_simulate_drift(args) -> int:
+    """The capability-bias paper's 12-week drift simulation: per-week table, summary and a Figure-4 PNG."""
+    from judgeops.tasks.drift.simulate import Setup, figure, run, summary
+
+    setup = Setup(weeks=args.weeks, items_per_week=args.items_per_week)
+    table = run(setup, args.seeds)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    weekly = table.groupby("week").mean(numeric_only=True).drop(columns="seed")
+    weekly.to_csv(out / "drift_weekly.csv", float_format="%.4f")
+    table.to_csv(out / "drift_runs.csv", index=False, float_format="%.4f")
+    figure(table, str(out / "drift.png"))
+    means = summary(table)
+    print(
+        f"{args.seeds} seeds × {args.weeks} weeks × {args.items_per_week} items; averages over weeks and seeds:"
+    )
+    for name, value in means.items():
+        if not name.endswith("_oracle") or name.startswith("acc"):
+            print(f"  {name}: {value:.4f}")
+    print(f"wrote {out / 'drift_weekly.csv'}, {out / 'drift_runs.csv'}, {out / 'drift.png'}")
+    return 0
+
+
 def cmd_config(args) -> int:
     sys.stdout.write(dump_config(load_config(args.config)))
     return 0
@@ -592,6 +615,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="an estimator parameter, e.g. --param axis=leading",
     )
     agg.set_defaults(fn=cmd_aggregate)
+
+    drift = sub.add_parser("simulate-drift", help="the 12-week drift simulation of the capability-bias paper")
+    drift.add_argument("--weeks", type=int, default=12)
+    drift.add_argument("--items-per-week", type=int, default=40)
+    drift.add_argument("--seeds", type=int, default=20)
+    drift.add_argument("--out", default="drift-simulation", help="folder for the tables and the figure")
+    drift.set_defaults(fn=cmd_simulate_drift)
 
     sub.add_parser("config", help="print the effective configuration as YAML").set_defaults(fn=cmd_config)
     sub.add_parser("deploy", help="register the deployments of deploy/prefect.yaml").set_defaults(

@@ -1,0 +1,1 @@
+"""Weekly drift recalibration (issue 8): the simulation of the capability-bias paper so far."""
