@@ -295,33 +295,37 @@ def build_variants(pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFr
     """Every presentation of every pair, in both display orders, with the gold position recorded."""
     rows = []
     for pair in pairs.itertuples(index=False):
-        shown = {"plain": (pair.answer_correct, pair.answer_flawed)}
-        if "polished" in config.presentations:
-            shown["polished"] = (polished(pair.answer_correct), polished(pair.answer_flawed))
-        if "padded" in config.presentations:
-            prefix, suffix = padding_for(
-                len(pair.answer_correct), _seed(config.seed, pair.pair_id, "padding")
-            )
-            shown["padded"] = (
-                padded(pair.answer_correct, prefix, suffix),
-                padded(pair.answer_flawed, prefix, suffix),
-            )
-        for presentation in config.presentations:
-            correct, flawed = shown[presentation]
-            for order in config.orders:
-                a, b = (correct, flawed) if order == "AB" else (flawed, correct)
-                rows.append(
-                    {
-                        "variant_id": f"{pair.pair_id}:{presentation}:{order}",
-                        "pair_id": pair.pair_id,
-                        "presentation": presentation,
-                        "order": order,
-                        "text_a": a,
-                        "text_b": b,
-                        "gold_position": "A" if order == "AB" else "B",
-                    }
-                )
+        correct, flawed = pair.answer_correct, pair.answer_flawed
+        rows += _presented(pair.pair_id, correct, flawed, True, len(correct), config)
     return pd.DataFrame(rows)
+
+
+def _presented(pair_id: str, one: str, two: str, one_better: bool, pad_len: int, config) -> list[dict]:
+    """Variant rows of one pair: each configured presentation (plain, polished, padded: the same rewrite of
+    both answers) in each configured order (AB shows `one` first), with the better answer's position."""
+    shown = {"plain": (one, two)}
+    if "polished" in config.presentations:
+        shown["polished"] = (polished(one), polished(two))
+    if "padded" in config.presentations:
+        prefix, suffix = padding_for(pad_len, _seed(config.seed, pair_id, "padding"))
+        shown["padded"] = (padded(one, prefix, suffix), padded(two, prefix, suffix))
+    rows = []
+    for presentation in config.presentations:
+        first, second = shown[presentation]
+        for order in config.orders:
+            a, b = (first, second) if order == "AB" else (second, first)
+            rows.append(
+                {
+                    "variant_id": f"{pair_id}:{presentation}:{order}",
+                    "pair_id": pair_id,
+                    "presentation": presentation,
+                    "order": order,
+                    "text_a": a,
+                    "text_b": b,
+                    "gold_position": "A" if one_better == (order == "AB") else "B",
+                }
+            )
+    return rows
 
 
 def external_variants(external_pairs: pd.DataFrame, config: ConstructionConfig) -> pd.DataFrame:
@@ -332,30 +336,8 @@ def external_variants(external_pairs: pd.DataFrame, config: ConstructionConfig) 
     "augmented" evidence."""
     rows = []
     for pair in external_pairs.itertuples(index=False):
-        shown = {"plain": (pair.answer_1, pair.answer_2)}
-        if "polished" in config.presentations:
-            shown["polished"] = (polished(pair.answer_1), polished(pair.answer_2))
-        if "padded" in config.presentations:
-            prefix, suffix = padding_for(
-                max(len(pair.answer_1), len(pair.answer_2)), _seed(config.seed, pair.pair_id, "padding")
-            )
-            shown["padded"] = (padded(pair.answer_1, prefix, suffix), padded(pair.answer_2, prefix, suffix))
-        for presentation in config.presentations:
-            one, two = shown[presentation]
-            for order in config.orders:
-                a, b = (one, two) if order == "AB" else (two, one)
-                better_first = (pair.gold == "1") == (order == "AB")
-                rows.append(
-                    {
-                        "variant_id": f"{pair.pair_id}:{presentation}:{order}",
-                        "pair_id": pair.pair_id,
-                        "presentation": presentation,
-                        "order": order,
-                        "text_a": a,
-                        "text_b": b,
-                        "gold_position": "A" if better_first else "B",
-                    }
-                )
+        longer = max(len(pair.answer_1), len(pair.answer_2))
+        rows += _presented(pair.pair_id, pair.answer_1, pair.answer_2, pair.gold == "1", longer, config)
     return pd.DataFrame(rows, columns=schema_for("variants").schema.names)
 
 

@@ -200,6 +200,31 @@ def run_judge(
     return out
 
 
+def _row(judge: JudgeConfig, asked: JudgeConfig, run_id: str, j: JudgedUnit, variant_id, response_id) -> dict:
+    """One `verdicts` row: `asked` is the judge as called (its protocol keys the call)."""
+    unit_id = variant_id if variant_id is not None else f"response:{response_id}"
+    return {
+        "call_id": call_id(asked, unit_id),
+        "run_id": run_id,
+        "judge_id": judge.name,
+        "protocol": asked.protocol,
+        "variant_id": variant_id,
+        "response_id": response_id,
+        "verdict": j.decision.verdict,
+        "p_first": j.decision.p_first,
+        "rationale": j.decision.rationale,
+        "latency_ms": j.latency_ms,
+        "tokens": j.tokens,
+        "cached": j.n_calls > 0 and j.cache_hits == j.n_calls and judge.backend != "programmatic",
+        "error": j.decision.error,
+        "n_samples": j.n_samples,
+        "flip_rate": j.flip_rate,
+        "p_first_sd": j.p_first_sd,
+        "n_calls": j.n_calls,
+        "cache_hits": j.cache_hits,
+    }
+
+
 def judge_variants(
     variants: pd.DataFrame,
     pairs: pd.DataFrame,
@@ -259,32 +284,7 @@ def judge_variants(
             errors += sum(j.decision.verdict is None for j in judged.values())
             if judge.backend != "programmatic" and progress:
                 progress(done, total, errors, hits)
-            for unit in units:
-                j = judged[unit.unit_id]
-                rows.append(
-                    {
-                        "call_id": call_id(judge, unit.unit_id),
-                        "run_id": run_id,
-                        "judge_id": judge.name,
-                        "protocol": judge.protocol,
-                        "variant_id": unit.unit_id,
-                        "response_id": None,
-                        "verdict": j.decision.verdict,
-                        "p_first": j.decision.p_first,
-                        "rationale": j.decision.rationale,
-                        "latency_ms": j.latency_ms,
-                        "tokens": j.tokens,
-                        "cached": j.n_calls > 0
-                        and j.cache_hits == j.n_calls
-                        and judge.backend != "programmatic",
-                        "error": j.decision.error,
-                        "n_samples": j.n_samples,
-                        "flip_rate": j.flip_rate,
-                        "p_first_sd": j.p_first_sd,
-                        "n_calls": j.n_calls,
-                        "cache_hits": j.cache_hits,
-                    }
-                )
+            rows += [_row(judge, judge, run_id, judged[u.unit_id], u.unit_id, None) for u in units]
     finally:
         if cache is not None:
             cache.close()
@@ -341,32 +341,10 @@ def judge_responses(
             errors += sum(j.decision.verdict is None for j in judged.values())
             if progress:
                 progress(done, total, errors, sum(j.cache_hits for j in judged.values()))
-            for unit in units:
-                j = judged[unit.unit_id]
-                rows.append(
-                    {
-                        "call_id": call_id(check, unit.unit_id),
-                        "run_id": run_id,
-                        "judge_id": judge.name,
-                        "protocol": "response_check",
-                        "variant_id": None,
-                        "response_id": unit.unit_id.removeprefix("response:"),
-                        "verdict": j.decision.verdict,
-                        "p_first": j.decision.p_first,
-                        "rationale": j.decision.rationale,
-                        "latency_ms": j.latency_ms,
-                        "tokens": j.tokens,
-                        "cached": j.n_calls > 0
-                        and j.cache_hits == j.n_calls
-                        and judge.backend != "programmatic",
-                        "error": j.decision.error,
-                        "n_samples": j.n_samples,
-                        "flip_rate": j.flip_rate,
-                        "p_first_sd": j.p_first_sd,
-                        "n_calls": j.n_calls,
-                        "cache_hits": j.cache_hits,
-                    }
-                )
+            rows += [
+                _row(judge, check, run_id, judged[u.unit_id], None, u.unit_id.removeprefix("response:"))
+                for u in units
+            ]
     finally:
         if cache is not None:
             cache.close()
