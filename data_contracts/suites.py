@@ -236,10 +236,16 @@ def profile_stats_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
 
 def calibration_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
-        *_keys("week", "judge_id", "estimator"),
+        *_non_empty(),
+        *_keys("week", "judge_id", "estimator", "stratum"),
+        _in("estimator", {"bayesian", "stratified", "disagreement"}),
         _probability("fpr"),
         _probability("fnr"),
-        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
+        _probability("agreement"),
+        *[
+            gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta=STOP)
+            for c in ("fp", "tn", "fn", "tp", "n")
+        ],
     ]
 
 

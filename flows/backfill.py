@@ -1,4 +1,5 @@
-"""Backfill: one evaluation per week, in order, through the deployment (open-source Prefect has no backfill).
+"""Backfill: one run per week, in order, through a deployment (open-source Prefect has no backfill): the weekly
+evaluation, or the weekly recalibration (`--deployment recalibrate/recalibrate-weekly`).
 
 Weeks that already have a completed run of the deployment (same `as_of`) are skipped, so a
 backfill can be rerun after a failure and only does what is missing. It stops at the first week
@@ -33,8 +34,13 @@ def weekly_dates(start: dt.date, end: dt.date) -> list[dt.date]:
     return [start + dt.timedelta(weeks=k) for k in range((end - start).days // 7 + 1)]
 
 
+def date_parameter(deployment: str) -> str:
+    """The parameter that names the week: `week` for the recalibrate flow, `as_of` for evaluate."""
+    return "week" if deployment.split("/")[0] == "recalibrate" else "as_of"
+
+
 def completed_weeks(deployment: str) -> set[str]:
-    """The `as_of` values (ISO dates) of this deployment's completed flow runs."""
+    """The dates (ISO) of this deployment's completed flow runs."""
     with get_client(sync_client=True) as client:
         dep = client.read_deployment_by_name(deployment)
         runs = client.read_flow_runs(
@@ -43,7 +49,8 @@ def completed_weeks(deployment: str) -> set[str]:
                 state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.COMPLETED]))
             ),
         )
-    return {str(r.parameters.get("as_of")) for r in runs if r.parameters.get("as_of")}
+    key = date_parameter(deployment)
+    return {str(r.parameters.get(key)) for r in runs if r.parameters.get(key)}
 
 
 @flow(name="backfill", flow_run_name="backfill-{start}-to-{end}")
@@ -53,10 +60,13 @@ def backfill(
     deployment: str = DEFAULT_DEPLOYMENT,
     timeout_s: float = 3600,
     parameters: dict | None = None,
+    start_chain: bool = False,
 ) -> dict[str, str]:
     """Run `deployment` once per week from `start` to `end`, in order, waiting for each run.
 
-    parameters: passed to every week's run besides `as_of` (e.g. `config_file`).
+    parameters: passed to every week's run besides its date (e.g. `config_file`).
+    start_chain: for the recalibrate deployment, the first week run starts a new calibration chain
+        (`from_scratch`); later weeks continue it.
     """
     log = logger()
     done = completed_weeks(deployment)
@@ -70,9 +80,17 @@ def backfill(
         log.info("backfill: week %s → %s", key, deployment)
         run = run_deployment(
             deployment,
-            parameters={**(parameters or {}), "as_of": key},
+            parameters={
+                **(parameters or {}),
+                date_parameter(deployment): key,
+                **(
+                    {"from_scratch": True}
+                    if start_chain and not any(v == "completed" for v in outcome.values())
+                    else {}
+                ),
+            },
             timeout=timeout_s,
-            flow_run_name=f"evaluate-{key}",
+            flow_run_name=f"{deployment.split('/')[0]}-{key}",
         )
         state = run.state
         if state is None or not state.is_completed():

@@ -85,6 +85,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_recalibrate(args) -> int:
+    """One week of the calibration chain (see flows/recalibrate.py)."""
+    config = load_config(args.config)
+    if args.store:
+        config.store.url = args.store
+    from judgeops.flows.recalibrate import RecalibrationError, recalibrate
+
+    try:
+        result = recalibrate(week=args.week, config=config, from_scratch=args.from_scratch, force=args.force)
+    except RecalibrationError as exc:
+        _error(f"judgeops recalibrate: {exc}")
+        return 2
+    print(f"week {result.week}: {result.status} (run {result.run_id})")
+    for e in result.drifted:
+        print(f"drift: {e['judge']} {e['metric']} {e['before']:.3f} → {e['after']:.3f}")
+    return 0
+
+
 def sources_from_args(specs: list[list[str]]):
     """`--source FORMAT:PATH [PATH ...]` → item sources and pairwise sources (formats as the config knows them)."""
     from judgeops.config import FileSource, ItemFormat, PairwiseFormat, PairwiseSource
@@ -518,6 +536,7 @@ def cmd_backfill(args) -> int:
         deployment=args.deployment,
         timeout_s=args.timeout,
         parameters=parameters,
+        start_chain=args.start_chain,
     )
     for week, status in outcome.items():
         console.print(f"{week}: {status}")
@@ -536,6 +555,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--as-of", type=_date, help="the date evaluated (default: today)")
     run.add_argument("--no-reuse", action="store_true", help="recompute every stage")
     run.set_defaults(fn=cmd_run)
+
+    rec = sub.add_parser("recalibrate", help="re-estimate every judge's error rates for one week (the chain)")
+    rec.add_argument("--week", type=_date, help="a day of the week to calibrate (default: today)")
+    rec.add_argument("--from-scratch", action="store_true", help="start a new chain at this week")
+    rec.add_argument("--force", action="store_true", help="recompute a week that is already calibrated")
+    rec.set_defaults(fn=cmd_recalibrate)
 
     ing = sub.add_parser(
         "ingest", help="read sources into the items artifact and print a summary by source and domain"
@@ -635,7 +660,12 @@ def build_parser() -> argparse.ArgumentParser:
     bf = sub.add_parser("backfill", help="run the weekly evaluation for each week in [start, end], in order")
     bf.add_argument("--start", type=_date, required=True)
     bf.add_argument("--end", type=_date, required=True)
-    bf.add_argument("--deployment", default="evaluate/evaluate-weekly")
+    bf.add_argument(
+        "--deployment", default="evaluate/evaluate-weekly", help="or recalibrate/recalibrate-weekly"
+    )
+    bf.add_argument(
+        "--start-chain", action="store_true", help="recalibrate: the first week run starts a new chain"
+    )
     bf.add_argument("--timeout", type=float, default=3600, help="seconds to wait for each week's run")
     bf.set_defaults(fn=cmd_backfill)
     return p

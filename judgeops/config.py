@@ -324,6 +324,21 @@ class ProfileConfig(_Strict):
     )
 
 
+class CalibrationConfig(_Strict):
+    """Weekly recalibration of each judge's error rates (the recalibrate flow; tasks/drift/calibrate.py)."""
+
+    n_audit: int = Field(
+        8, ge=0, description="labelled units audited a week (bayesian, stratified estimators)"
+    )
+    prior: tuple[float, float] = Field((1.0, 9.0), description="Beta(α0, β0) prior of an error rate")
+    decay: float = Field(0.5, ge=0, le=1, description="weight of last week's disagreement counts")
+    z: float = Field(3.0, gt=0, description="drift: a rate moving more than z standard errors")
+    agreement_drop: float = Field(
+        0.15, gt=0, le=1, description="drift: agreement with the panel falling by more"
+    )
+    seed: int = 0
+
+
 class StoreConfig(_Strict):
     url: str = Field(
         DEFAULT_STORE_URL, description="fsspec URL: a local path, file://..., s3://bucket/prefix"
@@ -341,6 +356,7 @@ class EvaluateConfig(_Strict):
     judges: list[JudgeConfig] = Field(default_factory=_default_panel, min_length=1)
     aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
     profile: ProfileConfig = Field(default_factory=ProfileConfig)
+    calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")

@@ -264,19 +264,28 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "calibration",
-            1,
+            2,
             _s(
                 pa.field("week", pa.date32(), nullable=False),
                 pa.field("judge_id", _STR, nullable=False),
                 pa.field("estimator", _STR, nullable=False),
+                pa.field("stratum", _STR, nullable=False),
+                pa.field("fp", _F),
+                pa.field("tn", _F),
+                pa.field("fn", _F),
+                pa.field("tp", _F),
                 pa.field("fpr", _F),
                 pa.field("fnr", _F),
+                pa.field("fpr_sd", _F),
+                pa.field("fnr_sd", _F),
                 pa.field("n", pa.int64()),
-                pa.field("alpha", _F),
-                pa.field("beta", _F),
+                pa.field("agreement", _F),
+                pa.field("drift", pa.bool_()),
+                pa.field("drift_reason", _STR),
             ),
-            ("week", "judge_id", "estimator"),
-            "a judge's estimated error rates for one week",
+            ("week", "judge_id", "estimator", "stratum"),
+            "a judge's estimated error rates for one week, with the counts the next week starts from "
+            "(stratum '' = all bins)",
         ),
     ]
 }

@@ -332,19 +332,47 @@ def validate_stage(store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig]
 def aggregate_stage(
     store: ArtifactStore, inputs: Refs, config: AggregationConfig, reuse: bool = True
 ) -> Refs:
-    return run_stage(
-        store,
-        "aggregate",
-        aggregate_module,
-        inputs,
-        {"aggregation": config},
-        lambda t: {
-            "consensus": aggregate_module.aggregate(
-                t["verdicts"], t["variants"], config.methods, config.seed, config.params
-            )
-        },
-        reuse,
-    )
+    calibration_run = latest_calibration_run(store)
+    if calibration_run:
+        logger().info("aggregate: WMV weighs the judges by calibration run %s", calibration_run)
+
+    def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+        calibration = store.read_pandas("calibration", calibration_run) if calibration_run else None
+        consensus = aggregate_module.aggregate(
+            t["verdicts"], t["variants"], config.methods, config.seed, config.params, calibration
+        )
+        return {"consensus": consensus}
+
+    params = {"aggregation": config, "calibration_run": calibration_run}
+    return run_stage(store, "aggregate", aggregate_module, inputs, params, compute, reuse)
+
+
+def calibration_history(store: ArtifactStore) -> pd.DataFrame | None:
+    """Every week's calibration (all bins pooled) of the store's recalibrate runs up to this run's date."""
+    as_of = store.run_record().get("as_of", "")
+    frames = []
+    for r in store.list_runs():
+        if r.get("flow") == "recalibrate" and r.get("status") == "completed" and r.get("as_of", "") <= as_of:
+            if store.exists("calibration", r["run_id"]):
+                table = store.read_pandas("calibration", r["run_id"])
+                frames.append(table[table["stratum"] == ""])
+    if not frames:
+        return None
+    history = pd.concat(frames, ignore_index=True)
+    return history.drop_duplicates(["week", "judge_id", "estimator"], keep="last")
+
+
+def latest_calibration_run(store: ArtifactStore) -> str | None:
+    """The latest completed recalibrate run of the store with a week on or before this run's date."""
+    as_of = store.run_record().get("as_of", "")
+    runs = [
+        r for r in store.list_runs()
+        if r.get("flow") == "recalibrate" and r.get("status") == "completed" and r.get("as_of", "") <= as_of
+    ]  # fmt: skip
+    for record in sorted(runs, key=lambda r: (r["as_of"], r.get("started_at", "")), reverse=True):
+        if store.exists("calibration", record["run_id"]):
+            return record["run_id"]
+    return None
 
 
 @task(name="profile", cache_policy=NO_CACHE)
@@ -385,6 +413,9 @@ def previous_profiles(store: ArtifactStore) -> tuple[str, pd.DataFrame] | None:
 def report_stage(store: ArtifactStore, inputs: Refs, title: str) -> ArtifactRef:
     """Always re-rendered (cheap), so the report names the run that produced it."""
     tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
+    history = calibration_history(store)
+    if history is not None:
+        tables["calibration"] = history
     judges = store.run_record().get("config", {}).get("judges", [])
     html = report_module.render_report(
         tables,

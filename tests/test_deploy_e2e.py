@@ -128,6 +128,20 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     assert "2026-11-02: skipped" in again.stdout and "2026-11-09: skipped" in again.stdout
     assert len(ArtifactStore(store_url).list_runs()) == 2
 
+    # the calibration chain over the same weeks, through its deployment: a new chain, then each week in turn
+    chain = [*cmd, "--deployment", "recalibrate/recalibrate-weekly", "--start-chain"]
+    calibrated = subprocess.run(chain, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert calibrated.returncode == 0, (
+        calibrated.stdout[-3000:] + calibrated.stderr[-3000:] + log.read_text()[-3000:]
+    )
+    assert "2026-11-02: completed" in calibrated.stdout and "2026-11-09: completed" in calibrated.stdout
+    recal = [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "recalibrate"]
+    assert [r["as_of"] for r in recal] == ["2026-11-02", "2026-11-09"]
+    assert recal[0]["previous_run"] is None and recal[1]["previous_run"] == recal[0]["run_id"]
+    rerun = subprocess.run(chain, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert "2026-11-02: skipped" in rerun.stdout and "2026-11-09: skipped" in rerun.stdout
+    assert len(ArtifactStore(store_url).list_runs()) == 4  # nothing new
+
 
 def test_backfill_without_a_server_says_what_to_do(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

@@ -102,11 +102,26 @@ def _fit_one(method: str, votes: pd.DataFrame, params: dict) -> tuple[pd.Series,
     return p, used.groupby("task").size()
 
 
+def calibrated_rates(
+    calibration: pd.DataFrame, estimator: str = "disagreement"
+) -> dict[str, tuple[float, float]]:
+    """WMV rates from a weekly calibration (display frame: positive = the first shown answer wins). The
+    aggregators see each pair in a canonical order chosen by a coin, so a judge's canonical FPR and FNR are
+    both the mean of its display-frame FPR and FNR."""
+    rows = calibration[(calibration["estimator"] == estimator) & (calibration["stratum"] == "")]
+    return {r.judge_id: ((r.fpr + r.fnr) / 2, (r.fpr + r.fnr) / 2) for r in rows.itertuples()}
+
+
 def aggregate(
     verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str], seed: int = 0,
-    params: dict | None = None,
+    params: dict | None = None, calibration: pd.DataFrame | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """One consensus row per variant and method, in the display frame (label "A" = first shown wins)."""
+    """One consensus row per variant and method, in the display frame (label "A" = first shown wins).
+
+    With a weekly `calibration` (the latest as of the run's date), WMV weighs the judges by its rates."""
+    if calibration is not None and len(calibration) and "wmv" in methods:
+        params = {**(params or {}), "wmv": {**(params or {}).get("wmv", {}), "estimator": "given",
+                                            "rates": calibrated_rates(calibration)}}  # fmt: skip
     votes, first_is_canonical = canonical_votes(verdicts, variants, seed)
     v = variants.set_index("variant_id")
     task = (v["pair_id"].astype(str) + ":" + v["presentation"].astype(str)).to_numpy()

@@ -19,6 +19,8 @@ Estimators of FPR/FNR (`error_rates`, also used by weekly recalibration):
   the posterior mean (α0 + FP)/(α0 + β0 + FP + TN).
 - "stratified": the same per task bin (`stratum` column), combined with the bins' current mix in the data.
 - "oracle": the true rates on every task (needs labels for all): the upper bound.
+- "given": rates from elsewhere (`rates`: worker → (fpr, fnr)), e.g. the latest weekly calibration; a judge
+  without given rates gets the disagreement estimate.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pandas as pd
 
 from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame, dev_series
 
-ESTIMATORS = ("disagreement", "bayesian", "stratified", "oracle")
+ESTIMATORS = ("disagreement", "bayesian", "stratified", "oracle", "given")
 RULES = ("spec_sens", "log_odds")
 
 
@@ -73,8 +75,8 @@ def error_rates(
     share: tasks × workers, the fraction of a judge's runs voting positive (NaN: no vote);
     truth: task → ±1 (NaN unknown), the audit labels (bayesian, stratified) or all labels (oracle);
     strata: task → bin (stratified)."""
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {estimator!r}; one of {ESTIMATORS}")
+    if estimator not in ESTIMATORS or estimator == "given":
+        raise ValueError(f"unknown estimator {estimator!r}; one of {ESTIMATORS[:-1]}")
     x = share.to_numpy(dtype=float)
     a0, b0 = prior
     if estimator == "disagreement":
@@ -122,14 +124,9 @@ class WeightedMajorityVote(BinaryAggregator):
     full truth (oracle); the label-free default never reads them. `stratified` reads a `stratum` column."""
 
     def __init__(self, rule: str = "spec_sens", estimator: str = "disagreement", prior: tuple[float, float] = (1.0, 1.0),
-                 n_iter: int = 1, classes: tuple[str, str] | None = None):  # fmt: skip
-        self.rule, self.estimator, self.prior, self.n_iter, self.classes = (
-            rule,
-            estimator,
-            prior,
-            n_iter,
-            classes,
-        )
+                 n_iter: int = 1, classes: tuple[str, str] | None = None, rates: dict | None = None):  # fmt: skip
+        self.rule, self.estimator, self.prior, self.n_iter = rule, estimator, prior, n_iter
+        self.classes, self.rates = classes, rates
 
     def fit(self, df: pd.DataFrame, dev_labels: pd.Series | None = None) -> WeightedMajorityVote:
         if self.rule not in RULES:
@@ -148,7 +145,20 @@ class WeightedMajorityVote(BinaryAggregator):
             if "stratum" not in df.columns:
                 raise ValueError("WeightedMajorityVote: the stratified estimator needs a `stratum` column")
             strata = df.groupby("task")["stratum"].first()
-        self.errors_ = error_rates(share, self.estimator, truth, strata, self.prior, self.rule, self.n_iter)
+        if self.estimator == "given":
+            given = pd.DataFrame.from_dict(self.rates or {}, orient="index", columns=["fpr", "fnr"])
+            fallback = error_rates(share, "disagreement", rule=self.rule) if share.shape[1] > 1 else None
+            self.errors_ = given.reindex(share.columns)
+            if fallback is not None:
+                self.errors_ = self.errors_.fillna(fallback)
+            if self.errors_.isna().any().any():
+                raise ValueError(
+                    "WeightedMajorityVote: no given rates for some judges, and too few judges to estimate them"
+                )
+        else:
+            self.errors_ = error_rates(
+                share, self.estimator, truth, strata, self.prior, self.rule, self.n_iter
+            )
         fpr, fnr = self.errors_["fpr"].to_numpy(), self.errors_["fnr"].to_numpy()
         if self.rule == "spec_sens":
             self.weights_ = pd.DataFrame({"positive": 1 - fpr, "negative": 1 - fnr}, index=share.columns)

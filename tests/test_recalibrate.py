@@ -1,0 +1,128 @@
+"""Weekly recalibration: the estimators against known truth, drift flags, and the chain through the flow."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from judgeops.tasks.drift.calibrate import WeekUnits, drift_events, recalibrate_week
+from judgeops.tasks.drift.simulate import Setup, draw_week, true_rates
+
+
+def simulated_week(setup: Setup, week: int, rng, flip: str | None = None) -> WeekUnits:
+    votes, truth, bins = draw_week(setup, week, rng)
+    if flip:  # a judge whose behaviour is switched: it now says the opposite of what it would
+        votes[flip] = 1 - votes[flip]
+    return WeekUnits(votes, pd.Series(truth), pd.Series(bins), "responses")
+
+
+def test_the_chain_tracks_the_true_rates_and_pools_the_audit():
+    setup = Setup(items_per_week=400)
+    rng = np.random.default_rng(1)
+    previous, weeks = None, pd.date_range("2026-09-07", periods=6, freq="7D")
+    for k, week in enumerate(weeks):
+        previous = recalibrate_week(week, simulated_week(setup, k, rng), previous, n_audit=40)
+    last = previous.set_index(["estimator", "stratum", "judge_id"]).sort_index()
+    truth = true_rates(setup, 5)
+    disagreement = last.loc[("disagreement", "")]
+    assert (disagreement["fpr"] - truth["fpr"]).abs().mean() < 0.06
+    bayes = last.loc[("bayesian", "")]
+    assert (bayes["fp"] + bayes["tn"] + bayes["fn"] + bayes["tp"] == 6 * 40).all()  # pooled over 6 weeks
+    strat = last.loc["stratified"]
+    assert set(strat.index.get_level_values("stratum")) == {"", "easy", "hard"}
+    assert not previous["drift"].any()  # nothing switched
+
+
+def test_a_switched_judge_is_flagged_and_becomes_an_event():
+    setup = Setup(items_per_week=200)
+    rng = np.random.default_rng(2)
+    first = recalibrate_week("2026-09-07", simulated_week(setup, 0, rng), None)
+    second = recalibrate_week("2026-09-14", simulated_week(setup, 1, rng, flip="balanced"), first)
+    flagged = second[second["drift"]]
+    assert set(flagged["judge_id"]) == {"balanced"}
+    events = drift_events(second)
+    assert {e["metric"] for e in events} >= {"fpr", "agreement"}
+    e = next(e for e in events if e["metric"] == "fpr")
+    assert e["judge"] == "balanced" and e["after"] > e["before"] + 0.3 and e["week"] == "2026-09-14"
+
+
+@pytest.mark.slow
+def test_the_flow_chain_refuses_a_gap_and_starts_from_scratch_when_asked(prefect_server, tmp_path):
+    from judgeops.flows.evaluate import evaluate
+    from judgeops.flows.recalibrate import RecalibrationError, recalibrate
+    from judgeops.schemas.store import ArtifactStore
+    from tests.conftest import small_config
+
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    mondays = [dt.date(2026, 11, 2) + dt.timedelta(weeks=k) for k in range(3)]
+    for day in mondays:
+        evaluate(config=config, as_of=day + dt.timedelta(days=2))  # a Wednesday of each week
+    with pytest.raises(RecalibrationError, match="previous week .2026-10-26. is missing"):
+        recalibrate(week=mondays[0], config=config)
+    first = recalibrate(week=mondays[0], config=config, from_scratch=True)
+    second = recalibrate(week=mondays[1] + dt.timedelta(days=3), config=config)  # any day of the week
+    assert first.status == second.status == "calibrated" and second.week == mondays[1]
+    again = recalibrate(week=mondays[1], config=config)
+    assert again.status == "skipped" and again.run_id == second.run_id  # done weeks are not redone
+    store = ArtifactStore(config.store.url, second.run_id)
+    table = store.read_pandas("calibration")
+    assert set(table["estimator"]) == {"bayesian", "stratified", "disagreement"}
+    assert store.run_record()["previous_run"] == first.run_id
+    # the evaluate flow's WMV uses the latest calibration as of its date
+    later = evaluate(config=config, as_of=mondays[2] + dt.timedelta(days=4))
+    manifest = ArtifactStore(config.store.url, later.run_id).manifest("consensus")
+    assert manifest["params"]["calibration_run"] == second.run_id
+    assert (
+        'id="chart-calibration"' in open(later.report, encoding="utf-8").read()
+    )  # the history, in the report
+    # the chain: without week 2's calibration, week 3 is refused with the reason; --from-scratch works
+    fs = store.fs
+    fs.rm(store._abs(f"runs/{second.run_id}/calibration.manifest.json"))
+    with pytest.raises(
+        RecalibrationError, match=r"calibration of the previous week \(2026-11-09\) is missing"
+    ):
+        recalibrate(week=mondays[2], config=config)
+    third = recalibrate(week=mondays[2], config=config, from_scratch=True)
+    assert ArtifactStore(config.store.url, third.run_id).run_record()["previous_run"] is None
+    with pytest.raises(RecalibrationError, match="no completed evaluate run for the week of 2026-11-23"):
+        recalibrate(week=dt.date(2026, 11, 23), config=config, from_scratch=True)
+
+
+def test_drift_becomes_a_prefect_event_with_judge_metric_before_after_week(prefect_server, monkeypatch):
+    from prefect.events.clients import AssertingEventsClient
+    from prefect.events.worker import EventsWorker
+
+    from judgeops.flows.recalibrate import emit_drift_events
+
+    worker = EventsWorker.instance(AssertingEventsClient)
+    monkeypatch.setattr(EventsWorker, "instance", lambda *_: worker)
+    setup = Setup(items_per_week=200)
+    rng = np.random.default_rng(2)
+    first = recalibrate_week("2026-09-07", simulated_week(setup, 0, rng), None)
+    second = recalibrate_week("2026-09-14", simulated_week(setup, 1, rng, flip="balanced"), first)
+    emit_drift_events(drift_events(second))
+    worker.drain()
+    emitted = [e for e in AssertingEventsClient.last.events if e.event == "judgeops.judge.drift"]
+    assert {e.payload["judge"] for e in emitted} == {"balanced"}
+    assert {e.resource.id for e in emitted} == {"judgeops.judge.balanced"}
+    agreement = next(e.payload for e in emitted if e.payload["metric"] == "agreement")
+    assert agreement["week"] == "2026-09-14" and agreement["after"] < agreement["before"] - 0.5
+
+
+def test_wmv_takes_given_rates_and_estimates_the_missing_ones():
+    from judgeops.tasks.aggregate import calibrated_rates, get_aggregator
+    from judgeops.tasks.aggregate.synthetic import make_panel
+
+    panel = make_panel("independent", n_tasks=500, seed=3)
+    rates = {"j0": (0.45, 0.45), "j4": (0.02, 0.02)}  # j4 trusted, j0 not
+    wmv = get_aggregator("wmv", estimator="given", rates=rates, rule="log_odds").fit(panel.votes)
+    assert wmv.errors_.loc["j4"].tolist() == [0.02, 0.02] and wmv.errors_.loc["j0"].tolist() == [0.45, 0.45]
+    assert wmv.errors_.loc[["j1", "j2", "j3"]].notna().all().all()  # disagreement estimates for the rest
+    j4 = panel.votes[panel.votes["worker"] == "j4"].set_index("task")["label"]
+    assert (wmv.labels_ == j4.reindex(wmv.labels_.index)).mean() > 0.95  # it follows the trusted judge
+    calibration = pd.DataFrame({"judge_id": ["a", "a"], "estimator": ["disagreement", "bayesian"], "stratum": "",
+                                "fpr": [0.1, 0.5], "fnr": [0.3, 0.5]})  # fmt: skip
+    assert calibrated_rates(calibration) == {"a": (0.2, 0.2)}  # symmetric in the randomised canonical frame
