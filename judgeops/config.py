@@ -8,6 +8,7 @@ the key and what was expected, e.g.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -33,6 +34,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class BankDrift(_Strict):
+    """A weekly batch whose domain mix drifts linearly from `from_mix` (week 1, starting `start`) to `to_mix`
+    (week `weeks` and after); each week's batch is drawn afresh (seed + week index)."""
+
+    start: dt.date
+    weeks: int = Field(12, ge=2)
+    from_mix: dict[str, float] = Field(min_length=1, description="domain → weight in the first week")
+    to_mix: dict[str, float] = Field(min_length=1, description="domain → weight in the last week")
+
+
 class BankSource(_Strict):
     """The built-in item bank: procedurally generated questions with known answers."""
 
@@ -41,6 +52,9 @@ class BankSource(_Strict):
         1000, ge=1, le=100_000, description="items drawn from the bank, balanced over domains"
     )
     seed: int = 0
+    drift: BankDrift | None = Field(
+        None, description="draw a weekly batch with a drifting domain mix instead"
+    )
 
 
 ItemFormat = Literal["gsm8k", "mmlu", "truthfulqa", "medqa", "jsonl", "csv", "parquet"]

@@ -36,6 +36,7 @@ import judgeops.tasks.profile as profile_module
 import judgeops.tasks.report as report_module
 from judgeops.config import (
     AggregationConfig,
+    BankSource,
     ConstructionConfig,
     EvaluateConfig,
     InboxSource,
@@ -175,6 +176,9 @@ def source_fingerprint(config: EvaluateConfig, as_of: dt.date) -> dict[str, str]
     for f in files:
         with open(f, "rb") as fh:
             out[str(f)] = hashlib.file_digest(fh, "sha256").hexdigest()
+    for i, s in enumerate(config.sources):  # a drifting bank draws a different batch each week
+        if isinstance(s, BankSource) and s.drift is not None:
+            out[f"bank_drift:{i}"] = str(ingest_module.week_mix(s.drift, as_of)[0])
     return out
 
 
@@ -400,7 +404,10 @@ def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reu
 
 def previous_profiles(store: ArtifactStore) -> tuple[str, pd.DataFrame] | None:
     """The profiles of the latest earlier completed run of this store whose profiles this code can read."""
-    earlier = [r for r in store.list_runs() if r["run_id"] != store.run_id and r.get("status") == "completed"]
+    earlier = [
+        r for r in store.list_runs()
+        if r["run_id"] != store.run_id and r.get("status") == "completed" and r.get("flow") == "evaluate"
+    ]  # fmt: skip
     for record in reversed(earlier):
         try:
             return record["run_id"], store.read_pandas("profiles", run_id=record["run_id"])

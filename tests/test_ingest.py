@@ -397,3 +397,26 @@ def test_a_pairwise_record_with_an_empty_answer_names_the_field(tmp_path):
         f"{jb}, line 1, field 'response_B': empty field",
         f"{llmbar}, line 1, field 'output_2': missing field",
     ]
+
+
+def test_a_drifting_bank_draws_a_fresh_weekly_batch_with_the_week_s_mix():
+    import datetime as dt
+
+    from judgeops.config import BankDrift
+    from judgeops.tasks.ingest import IngestError
+
+    drift = BankDrift(start=dt.date(2026, 11, 2), weeks=12, from_mix={"math": 0.85, "legal": 0.15},
+                      to_mix={"math": 0.15, "legal": 0.85})  # fmt: skip
+    source = BankSource(n_items=60, drift=drift)
+    first = ingest_items([source], dt.date(2026, 11, 4)).items  # any day of week 1
+    middle = ingest_items([source], dt.date(2026, 12, 14)).items  # week 7
+    last = ingest_items([source], dt.date(2027, 3, 1)).items  # after the last week: its mix holds
+    assert first["domain"].value_counts().to_dict() == {"math": 51, "legal": 9}
+    assert middle["domain"].value_counts().to_dict() == {"legal": 32, "math": 28}  # 0.85 − 0.7 × 6/11
+    assert last["domain"].value_counts().to_dict() == {"legal": 51, "math": 9}
+    shared = set(first["item_id"]) & set(middle["item_id"])
+    assert len(shared) < len(middle) / 2  # a fresh batch each week (another seed), not the same items
+    assert first["provenance"].str.endswith(":drift_week=1").all()
+    bad = BankSource(n_items=10, drift=drift.model_copy(update={"to_mix": {"astrology": 1.0}}))
+    with pytest.raises(IngestError, match=r"unknown domains \['astrology'\]"):
+        ingest_items([bad], dt.date(2026, 11, 4))

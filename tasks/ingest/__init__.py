@@ -29,8 +29,8 @@ from judgeops.tasks.ingest.adapters import (
     read_file_source,
     read_generic,
 )
+from judgeops.tasks.ingest.bank import GENERATORS, generate_bank, iter_bank
 from judgeops.tasks.ingest.bank import LICENSE as BANK_LICENSE
-from judgeops.tasks.ingest.bank import generate_bank
 from judgeops.tasks.ingest.pairwise import ingest_pairwise
 from judgeops.tasks.ingest.responses import ingest_responses
 
@@ -62,8 +62,46 @@ class IngestResult:
     read_per_source: dict[str, int] = field(default_factory=dict)
 
 
-def bank_rows(source: BankSource) -> Iterator[tuple]:
-    for item in generate_bank(source.n_items, source.seed):
+def week_mix(drift, as_of: dt.date) -> tuple[int, dict[str, float]]:
+    """(week index, domain → share) of a drifting bank source on `as_of`."""
+    k = min(max((as_of - drift.start).days // 7, 0), drift.weeks - 1)
+    t = k / (drift.weeks - 1)
+    domains = sorted(set(drift.from_mix) | set(drift.to_mix))
+    weights = {d: (1 - t) * drift.from_mix.get(d, 0.0) + t * drift.to_mix.get(d, 0.0) for d in domains}
+    total = sum(weights.values())
+    return k, {d: w / total for d, w in weights.items() if w > 0}
+
+
+def drifting_bank(source: BankSource, as_of: dt.date) -> list[dict]:
+    """This week's batch: `n_items` items split over domains by the week's mix (largest remainder)."""
+    unknown = sorted((set(source.drift.from_mix) | set(source.drift.to_mix)) - set(GENERATORS))
+    if unknown:
+        raise IngestError(f"bank drift: unknown domains {unknown}; the bank has {sorted(GENERATORS)}")
+    k, mix = week_mix(source.drift, as_of)
+    exact = {d: source.n_items * share for d, share in mix.items()}
+    counts = {d: int(v) for d, v in exact.items()}
+    for d in sorted(exact, key=lambda d: exact[d] - counts[d], reverse=True)[
+        : source.n_items - sum(counts.values())
+    ]:
+        counts[d] += 1
+    out, need = [], dict(counts)
+    for item in iter_bank(source.seed + k):
+        if need.get(item["domain"], 0) > 0:
+            need[item["domain"]] -= 1
+            item["provenance"] += f":drift_week={k + 1}"
+            out.append(item)
+            if not any(need.values()):
+                break
+    return out
+
+
+def bank_rows(source: BankSource, as_of: dt.date | None = None) -> Iterator[tuple]:
+    batch = (
+        drifting_bank(source, as_of or dt.date.today())
+        if source.drift
+        else generate_bank(source.n_items, source.seed)
+    )
+    for item in batch:
         steps = item["steps"]
         key = int.from_bytes(identity_digest(item["question"], []), "little", signed=True)
         yield (
@@ -119,7 +157,7 @@ def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
 
 def _rows(source, as_of: dt.date) -> Iterator[tuple | Reject]:
     if isinstance(source, BankSource):
-        return bank_rows(source)
+        return bank_rows(source, as_of)
     if isinstance(source, InboxSource):
         return inbox_rows(source, as_of)
     return read_file_source(source)
