@@ -1,1 +1,1 @@
-"""Weekly drift recalibration (issue 8): the simulation of the capability-bias paper so far."""
+"""Weekly drift recalibration: the estimators and the chain (calibrate.py) and the paper's simulation (simulate.py)."""
