@@ -126,3 +126,57 @@ def test_wmv_takes_given_rates_and_estimates_the_missing_ones():
     calibration = pd.DataFrame({"judge_id": ["a", "a"], "estimator": ["disagreement", "bayesian"], "stratum": "",
                                 "fpr": [0.1, 0.5], "fnr": [0.3, 0.5]})  # fmt: skip
     assert calibrated_rates(calibration) == {"a": (0.2, 0.2)}  # symmetric in the randomised canonical frame
+
+
+@pytest.mark.slow
+def test_twelve_weeks_chain_skip_on_rerun_refuse_a_gap_and_flag_a_switched_judge(
+    prefect_server, tmp_path, monkeypatch
+):
+    """Twelve weeks of fresh bank batches, evaluated and calibrated in order (in-process flows; the same chain
+    through the deployment: tests/test_deploy_e2e.py). From week 7, the judge named reference_match behaves
+    like hedge_preference."""
+    from prefect.events.clients import AssertingEventsClient
+    from prefect.events.worker import EventsWorker
+
+    from judgeops.config import BankDrift, BankSource, CacheConfig, EvaluateConfig, ProfileConfig, StoreConfig
+    from judgeops.flows.evaluate import evaluate
+    from judgeops.flows.recalibrate import RecalibrationError, recalibrate
+    from judgeops.schemas.store import ArtifactStore
+
+    worker = EventsWorker.instance(AssertingEventsClient)
+    monkeypatch.setattr(EventsWorker, "instance", lambda *_: worker)
+    start = dt.date(2026, 11, 2)
+    judges = [j for j in EvaluateConfig().judges if j.backend == "programmatic"]
+    switched = [j.model_copy(update={"model": "hedge_preference"}) if j.name == "reference_match" else j
+                for j in judges]  # fmt: skip
+
+    def config(week: int) -> EvaluateConfig:
+        drift = BankDrift(start=start, weeks=12, from_mix={"math": 1.0}, to_mix={"math": 1.0})
+        return EvaluateConfig(sources=[BankSource(n_items=12, seed=3, drift=drift)],
+                              judges=judges if week < 6 else switched, profile=ProfileConfig(n_bootstrap=100),
+                              store=StoreConfig(url=str(tmp_path / "store")),
+                              cache=CacheConfig(path=str(tmp_path / "calls.sqlite")))  # fmt: skip
+
+    mondays = [start + dt.timedelta(weeks=k) for k in range(12)]
+    results = []
+    for k, monday in enumerate(mondays):
+        evaluate(config=config(k), as_of=monday)
+        results.append(recalibrate(week=monday, config=config(k), from_scratch=k == 0))
+    store = ArtifactStore(str(tmp_path / "store"))
+    chain = [ArtifactStore(store.url, r.run_id).run_record()["previous_run"] for r in results]
+    assert chain == [None] + [r.run_id for r in results[:-1]]  # each week continues the one before
+    before = len(store.list_runs())
+    assert all(recalibrate(week=m, config=config(k)).status == "skipped" for k, m in enumerate(mondays))
+    assert len(store.list_runs()) == before  # re-running the chain does nothing new
+    # the switch is flagged in week 7, for the switched judge, and becomes a Prefect event
+    flagged = {e["judge"] for e in results[6].drifted}
+    assert "reference_match" in flagged and not any(r.drifted for r in results[1:6])
+    worker.drain()
+    events = [e for e in AssertingEventsClient.last.events if e.event == "judgeops.judge.drift"]
+    assert any(e.payload["judge"] == "reference_match" and e.payload["week"] == "2026-12-14" for e in events)
+    # deleting week 5's calibration: week 6 is refused with the reason; --from-scratch starts over there
+    store.fs.rm(store._abs(f"runs/{results[4].run_id}/calibration.manifest.json"))
+    with pytest.raises(RecalibrationError, match=r"previous week \(2026-11-30\) is missing"):
+        recalibrate(week=mondays[5], config=config(5), force=True)
+    redone = recalibrate(week=mondays[5], config=config(5), force=True, from_scratch=True)
+    assert redone.status == "calibrated"

@@ -11,7 +11,8 @@ State: per judge, estimator and bin, the counts FP, TN, FN, TP behind the estima
 - stratified: the same counts per bin, combined with this week's mix of bins;
 - disagreement: no labels; proxy counts against the leave-one-out majority of the other judges, last week's
   counts carried with weight `decay`.
-Drift: a judge is flagged when its agreement with the other judges drops by more than `agreement_drop`, or
+Drift: a judge is flagged when its agreement with the other judges drops by more than `agreement_drop` (and
+more than `z` standard errors of the week's sample), or
 its FPR or FNR on this week's units alone (disagreement proxy) lies more than `z` standard errors from last
 week's estimate (see flag_drift for the week a judge leaves the consensus).
 """
@@ -161,12 +162,17 @@ def flag_drift(table, x, judges, previous, z, agreement_drop) -> pd.DataFrame:
     )
     mine = (table["estimator"] == "disagreement") & (table["stratum"] == "")
     now_agree = table[mine].set_index("judge_id")["agreement"]
-    reasons: dict[str, list] = {j: [] for j in judges}
-    for judge in judges:
-        if judge in prev.index and prev.loc[judge, "agreement"] - now_agree[judge] > agreement_drop:
-            reasons[judge].append(("agreement", float(prev.loc[judge, "agreement"]), float(now_agree[judge])))
-    dropped = {i for i, j in enumerate(judges) if reasons[j]}
     counts, _ = _proxy(x)
+    compared = counts.sum(axis=(1, 2))  # units on which each judge met a proxy this week
+    reasons: dict[str, list] = {j: [] for j in judges}
+    for i, judge in enumerate(judges):
+        if judge not in prev.index or not np.isfinite(now_agree[judge]):
+            continue
+        before, now = float(prev.loc[judge, "agreement"]), float(now_agree[judge])
+        se = np.sqrt(2 * before * (1 - before) / max(compared[i], 1))  # both weeks' sampling noise
+        if before - now > max(agreement_drop, z * se):
+            reasons[judge].append(("agreement", before, now))
+    dropped = {i for i, j in enumerate(judges) if reasons[j]}
     now_rates = {k: _rates(counts[:, i], (1.0, 1.0)) for i, k in enumerate(("fpr", "fnr"))}
     for j, judge in enumerate(judges):
         if judge not in prev.index or (dropped and j not in dropped):
