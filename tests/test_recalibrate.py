@@ -145,7 +145,7 @@ def test_twelve_weeks_chain_skip_on_rerun_refuse_a_gap_and_flag_a_switched_judge
 
     worker = EventsWorker.instance(AssertingEventsClient)
     monkeypatch.setattr(EventsWorker, "instance", lambda *_: worker)
-    start = dt.date(2026, 11, 2)
+    start = dt.date(2030, 1, 7)  # dates no other end-to-end test uses (flow run names)
     judges = [j for j in EvaluateConfig().judges if j.backend == "programmatic"]
     switched = [j.model_copy(update={"model": "hedge_preference"}) if j.name == "reference_match" else j
                 for j in judges]  # fmt: skip
@@ -173,10 +173,10 @@ def test_twelve_weeks_chain_skip_on_rerun_refuse_a_gap_and_flag_a_switched_judge
     assert "reference_match" in flagged and not any(r.drifted for r in results[1:6])
     worker.drain()
     events = [e for e in AssertingEventsClient.last.events if e.event == "judgeops.judge.drift"]
-    assert any(e.payload["judge"] == "reference_match" and e.payload["week"] == "2026-12-14" for e in events)
+    assert any(e.payload["judge"] == "reference_match" and e.payload["week"] == "2030-02-18" for e in events)
     # deleting week 5's calibration: week 6 is refused with the reason; --from-scratch starts over there
     store.fs.rm(store._abs(f"runs/{results[4].run_id}/calibration.manifest.json"))
-    with pytest.raises(RecalibrationError, match=r"previous week \(2026-11-30\) is missing"):
+    with pytest.raises(RecalibrationError, match=r"previous week \(2030-02-04\) is missing"):
         recalibrate(week=mondays[5], config=config(5), force=True)
     redone = recalibrate(week=mondays[5], config=config(5), force=True, from_scratch=True)
     assert redone.status == "calibrated"
