@@ -154,7 +154,9 @@ def flag_drift(table, x, judges, previous, z, agreement_drop) -> pd.DataFrame:
     """Mark drifting judges on the disagreement rows. First the judges whose agreement with the others fell;
     then the rate checks on this week's proxy counts. When some judge left the consensus, the proxy truth of
     every other judge moved with it, so only the judges that left are rate-checked that week (the others'
-    rates are still estimated, not flagged)."""
+    rates are still estimated, not flagged). A judge that switches without leaving the consensus (say, it now
+    copies another judge) is caught by its rates, and in a small panel the judges whose proxy truth it moved
+    can be flagged with it: a flag says "look here", not "this judge alone changed"."""
     if previous is None or previous.empty:
         return table
     prev = previous[(previous["estimator"] == "disagreement") & (previous["stratum"] == "")].set_index(
