@@ -38,17 +38,37 @@ def _smoothed(pos: np.ndarray, total: np.ndarray, a0: float, b0: float) -> np.nd
     return (a0 + pos) / (a0 + b0 + total)
 
 
+def error_counts(share: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """judges × (FPR, FNR) × (errors, non-errors): [[FP, TN], [FN, TP]] per judge against a ±1 truth, one
+    vector for every judge or one column per judge (NaN: unknown); share = fraction of runs voting +, and a
+    missing vote (NaN) counts nowhere."""
+    voted = ~np.isnan(share)
+    x = np.where(voted, share, 0.0)
+    t = truth if truth.ndim == 2 else truth[:, None]
+    neg, pos = voted & (t < 0), voted & (t > 0)
+    fp, tn = (x * neg).sum(axis=0), ((1 - x) * neg).sum(axis=0)
+    fn, tp = ((1 - x) * pos).sum(axis=0), (x * pos).sum(axis=0)
+    return np.stack([np.stack([fp, tn], -1), np.stack([fn, tp], -1)], 1)
+
+
+def _sign_or_tie(lean: np.ndarray) -> np.ndarray:
+    return np.where(np.abs(lean) > 1e-12, np.sign(lean), np.nan)
+
+
+def loo_majority(share: np.ndarray) -> np.ndarray:
+    """tasks × judges: the majority of the OTHER judges for each judge (±1; NaN where they tie)."""
+    out = np.empty(share.shape)
+    for j in range(share.shape[1]):
+        out[:, j] = _sign_or_tie(np.nansum(2 * np.delete(share, j, axis=1) - 1, axis=1))
+    return out
+
+
 def _rates_against(
     share: np.ndarray, truth: np.ndarray, a0: float, b0: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """FPR, FNR of every judge against a ±1 truth (NaN: unknown); share = fraction of runs voting +."""
-    voted = ~np.isnan(share)
-    x = np.where(voted, share, 0.0)
-    neg = voted & (truth[:, None] < 0)
-    pos = voted & (truth[:, None] > 0)
-    fp, tn = (x * neg).sum(axis=0), ((1 - x) * neg).sum(axis=0)
-    fn, tp = ((1 - x) * pos).sum(axis=0), (x * pos).sum(axis=0)
-    return _smoothed(fp, fp + tn, a0, b0), _smoothed(fn, fn + tp, a0, b0)
+    c = error_counts(share, truth)
+    return _smoothed(c[:, 0, 0], c[:, 0].sum(-1), a0, b0), _smoothed(c[:, 1, 0], c[:, 1].sum(-1), a0, b0)
 
 
 def _decide(share: np.ndarray, fpr: np.ndarray, fnr: np.ndarray, rule: str) -> np.ndarray:
@@ -80,19 +100,15 @@ def error_rates(
     x = share.to_numpy(dtype=float)
     a0, b0 = prior
     if estimator == "disagreement":
-        fpr = fnr = None
-        for it in range(max(1, n_iter)):
-            fpr_new, fnr_new = np.empty(x.shape[1]), np.empty(x.shape[1])
+        fpr, fnr = _rates_against(x, loo_majority(x), 1.0, 1.0)
+        for _ in range(1, max(1, n_iter)):  # the leave-one-out weighted vote as the next proxy
+            proxy = np.empty(x.shape)
             for j in range(x.shape[1]):
                 others = np.delete(x, j, axis=1)
-                if it == 0:
-                    lean = np.nansum(2 * others - 1, axis=1)
-                else:
-                    lean = 2 * _decide(others, np.delete(fpr, j), np.delete(fnr, j), rule) - 1
-                proxy = np.where(np.abs(lean) > 1e-12, np.sign(lean), np.nan)
-                f, n = _rates_against(x[:, [j]], proxy, 1.0, 1.0)
-                fpr_new[j], fnr_new[j] = f[0], n[0]
-            fpr, fnr = fpr_new, fnr_new
+                proxy[:, j] = _sign_or_tie(
+                    2 * _decide(others, np.delete(fpr, j), np.delete(fnr, j), rule) - 1
+                )
+            fpr, fnr = _rates_against(x, proxy, 1.0, 1.0)
     else:
         if truth is None:
             raise ValueError(

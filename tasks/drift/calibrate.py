@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.drift.simulate import _counts
+from judgeops.tasks.aggregate.wmv import error_counts, loo_majority
 
 CALIBRATION_COLUMNS = ["week", "judge_id", "estimator", "stratum", "fp", "tn", "fn", "tp", "fpr", "fnr",
                        "fpr_sd", "fnr_sd", "n", "agreement", "drift", "drift_reason"]  # fmt: skip
@@ -66,34 +66,21 @@ def week_units(
     return WeekUnits(votes, truth.astype(float), strata, "variants")
 
 
-def _rates(counts: np.ndarray, prior: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+def beta_rates(counts: np.ndarray, prior: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """Posterior mean and sd of an error rate from [errors, non-errors] counts."""
     a = prior[0] + counts[..., 0]
     b = prior[1] + counts[..., 1]
     return a / (a + b), np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
 
 
-def _masked_counts(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """_counts that skips missing votes (NaN) judge by judge."""
-    out = np.zeros((x.shape[1], 2, 2))
-    for j in range(x.shape[1]):
-        keep = ~np.isnan(x[:, j]) & ~np.isnan(truth)
-        out[j] = _counts(x[keep][:, [j]], truth[keep])[0]
-    return out
-
-
-def _proxy(x: np.ndarray, exclude: set[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
-    """Disagreement counts (missing votes skipped) and each judge's agreement with the others' majority
-    (judges in `exclude` do not vote in anyone's majority)."""
-    counts, agreement = np.zeros((x.shape[1], 2, 2)), np.full(x.shape[1], np.nan)
-    for j in range(x.shape[1]):
-        others = np.delete(x, sorted({j} | set(exclude)), axis=1)
-        lean = np.nansum(2 * others - 1, axis=1)
-        keep = (lean != 0) & ~np.isnan(x[:, j])
-        if keep.any():
-            counts[j] = _counts(x[keep][:, [j]], np.sign(lean[keep]))[0]
-            agreement[j] = float(np.mean((2 * x[keep, j] - 1) == np.sign(lean[keep])))
-    return counts, agreement
+def proxy_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disagreement counts against the other judges' majority (missing votes and ties skipped), and each
+    judge's agreement with that majority."""
+    proxy = loo_majority(x)
+    compared = ~np.isnan(x) & ~np.isnan(proxy)
+    agree = np.where(compared, (2 * x - 1) == proxy, False).sum(axis=0)
+    n = compared.sum(axis=0)
+    return error_counts(x, proxy), np.divide(agree, n, out=np.full(x.shape[1], np.nan), where=n > 0)
 
 
 def recalibrate_week(
@@ -121,7 +108,9 @@ def recalibrate_week(
     rows: list[dict] = []
 
     def emit(estimator: str, stratum: str, counts: np.ndarray, rate_prior, n: int, extra=None, rates=None):
-        (fpr, fnr), (fpr_sd, fnr_sd) = zip(*[_rates(counts[:, k], rate_prior) for k in (0, 1)], strict=True)
+        (fpr, fnr), (fpr_sd, fnr_sd) = zip(
+            *[beta_rates(counts[:, k], rate_prior) for k in (0, 1)], strict=True
+        )
         if rates is not None:
             fpr, fnr = rates
         for j, judge in enumerate(judges):
@@ -131,26 +120,26 @@ def recalibrate_week(
                          "fpr_sd": float(fpr_sd[j]), "fnr_sd": float(fnr_sd[j]), "n": n,
                          "agreement": (extra or {}).get(judge, np.nan), "drift": False, "drift_reason": ""})  # fmt: skip
 
-    pooled = carried("bayesian", "") + _masked_counts(x[audit], truth[audit])
+    pooled = carried("bayesian", "") + error_counts(x[audit], truth[audit])
     emit("bayesian", "", pooled, prior, len(audit))
     bins = sorted(set(strata))
     mix = {b: float(np.mean(strata == b)) for b in bins}
     combined = [np.zeros(len(judges)), np.zeros(len(judges))]
     for b in bins:
         idx = audit[strata[audit] == b]
-        counts = carried("stratified", b) + _masked_counts(x[idx], truth[idx])
+        counts = carried("stratified", b) + error_counts(x[idx], truth[idx])
         emit("stratified", b, counts, prior, len(idx))
         for k in (0, 1):
-            combined[k] += mix[b] * _rates(counts[:, k], prior)[0]
+            combined[k] += mix[b] * beta_rates(counts[:, k], prior)[0]
     emit("stratified", "", np.zeros((len(judges), 2, 2)), prior, len(audit), rates=combined)
-    week_proxy, agreement = _proxy(x)
+    week_proxy, agreement = proxy_counts(x)
     proxy = decay * carried("disagreement", "") + week_proxy
     emit("disagreement", "", proxy, (1.0, 1.0), len(x), dict(zip(judges, agreement, strict=True)))
     table = pd.DataFrame(rows, columns=CALIBRATION_COLUMNS)
-    return flag_drift(table, x, judges, previous, z, agreement_drop)
+    return flag_drift(table, week_proxy, judges, previous, z, agreement_drop)
 
 
-def flag_drift(table, x, judges, previous, z, agreement_drop) -> pd.DataFrame:
+def flag_drift(table, week_proxy, judges, previous, z, agreement_drop) -> pd.DataFrame:
     """Mark drifting judges on the disagreement rows. First the judges whose agreement with the others fell;
     then the rate checks on this week's proxy counts. When some judge left the consensus, the proxy truth of
     every other judge moved with it, so only the judges that left are rate-checked that week (the others'
@@ -164,8 +153,7 @@ def flag_drift(table, x, judges, previous, z, agreement_drop) -> pd.DataFrame:
     )
     mine = (table["estimator"] == "disagreement") & (table["stratum"] == "")
     now_agree = table[mine].set_index("judge_id")["agreement"]
-    counts, _ = _proxy(x)
-    compared = counts.sum(axis=(1, 2))  # units on which each judge met a proxy this week
+    compared = week_proxy.sum(axis=(1, 2))  # units on which each judge met a proxy this week
     reasons: dict[str, list] = {j: [] for j in judges}
     for i, judge in enumerate(judges):
         if judge not in prev.index or not np.isfinite(now_agree[judge]):
@@ -175,7 +163,7 @@ def flag_drift(table, x, judges, previous, z, agreement_drop) -> pd.DataFrame:
         if before - now > max(agreement_drop, z * se):
             reasons[judge].append(("agreement", before, now))
     dropped = {i for i, j in enumerate(judges) if reasons[j]}
-    now_rates = {k: _rates(counts[:, i], (1.0, 1.0)) for i, k in enumerate(("fpr", "fnr"))}
+    now_rates = {k: beta_rates(week_proxy[:, i], (1.0, 1.0)) for i, k in enumerate(("fpr", "fnr"))}
     for j, judge in enumerate(judges):
         if judge not in prev.index or (dropped and j not in dropped):
             continue  # a judge that left the panel's consensus moves everyone's proxy truth: not assessed

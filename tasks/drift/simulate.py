@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate.wmv import _decide
+from judgeops.tasks.aggregate.wmv import _decide, error_counts, loo_majority
+from judgeops.tasks.drift.calibrate import beta_rates
 
 BINS = ("easy", "hard")
 P_CORRECT = {"easy": 0.85, "hard": 0.35}  # the examinee's accuracy per bin
@@ -87,31 +88,6 @@ def draw_week(
     return pd.DataFrame(votes), np.where(correct, 1.0, -1.0), bins
 
 
-def _beta_rates(counts: np.ndarray, prior: tuple[float, float]) -> np.ndarray:
-    """counts[..., 0] = errors, counts[..., 1] = non-errors → posterior mean of the error rate."""
-    a0, b0 = prior
-    return (a0 + counts[..., 0]) / (a0 + b0 + counts[..., 0] + counts[..., 1])
-
-
-def _counts(votes: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """Per judge [[FP, TN], [FN, TP]]."""
-    neg, pos = truth < 0, truth > 0
-    fp, tn = votes[neg].sum(axis=0), (1 - votes[neg]).sum(axis=0)
-    fn, tp = (1 - votes[pos]).sum(axis=0), votes[pos].sum(axis=0)
-    return np.stack([np.stack([fp, tn], -1), np.stack([fn, tp], -1)], 1)  # judges × (fpr, fnr) × (err, ok)
-
-
-def disagreement_counts(x: np.ndarray) -> np.ndarray:
-    """Per judge [[proxy FP, proxy TN], [proxy FN, proxy TP]] against the leave-one-out majority of the other
-    judges (items where they tie are skipped); x: items × judges, 1 = says correct."""
-    out = np.zeros((x.shape[1], 2, 2))
-    for j in range(x.shape[1]):
-        lean = (2 * np.delete(x, j, axis=1) - 1).sum(axis=1)
-        keep = lean != 0
-        out[j] = _counts(x[keep][:, [j]], np.sign(lean[keep]))[0]
-    return out
-
-
 def simulate(setup: Setup, seed: int) -> pd.DataFrame:
     """One run: a row per week with estimation errors and accuracies."""
     rng = np.random.default_rng(seed)
@@ -124,17 +100,17 @@ def simulate(setup: Setup, seed: int) -> pd.DataFrame:
         votes, truth, bins = draw_week(setup, week, rng)
         x = votes.to_numpy()
         audit = rng.choice(len(truth), size=min(setup.n_labelled, len(truth)), replace=False)
-        pooled += _counts(x[audit], truth[audit])
+        pooled += error_counts(x[audit], truth[audit])
         for b in BINS:
             idx = audit[bins[audit] == b]
-            by_bin[b] += _counts(x[idx], truth[idx])
-        proxy = setup.decay * proxy + disagreement_counts(x)
+            by_bin[b] += error_counts(x[idx], truth[idx])
+        proxy = setup.decay * proxy + error_counts(x, loo_majority(x))
         mix = {b: float(np.mean(bins == b)) for b in BINS}
         truth_rates = true_rates(setup, week)
         estimates = {
-            "bayesian": _beta_rates(pooled, setup.prior),
-            "stratified": sum(mix[b] * _beta_rates(by_bin[b], setup.prior) for b in BINS),
-            "disagreement": _beta_rates(proxy, (1.0, 1.0)),
+            "bayesian": beta_rates(pooled, setup.prior)[0],
+            "stratified": sum(mix[b] * beta_rates(by_bin[b], setup.prior)[0] for b in BINS),
+            "disagreement": beta_rates(proxy, (1.0, 1.0))[0],
             "oracle": truth_rates[["fpr", "fnr"]].to_numpy(),
         }
         row = {"seed": seed, "week": week + 1, "hard_share": hard_share(setup, week)}
