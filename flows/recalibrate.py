@@ -37,18 +37,9 @@ def week_start(day: dt.date) -> dt.date:
     return day - dt.timedelta(days=day.weekday())
 
 
-def _runs(store: ArtifactStore, flow_name: str, first: dt.date, last: dt.date) -> list[dict]:
-    """Completed runs of a flow with as_of in [first, last], oldest first."""
-    return [
-        r for r in store.list_runs()
-        if r.get("flow") == flow_name and r.get("status") == "completed"
-        and first.isoformat() <= r.get("as_of", "") <= last.isoformat()
-    ]  # fmt: skip
-
-
 def calibration_of(store: ArtifactStore, week: dt.date) -> tuple[str, object] | None:
     """(run_id, calibration table) of the latest completed recalibrate run for `week`, or None."""
-    for record in reversed(_runs(store, "recalibrate", week, week)):
+    for record in reversed(store.completed_runs("recalibrate", week.isoformat(), week.isoformat())):
         if store.exists("calibration", record["run_id"]):
             return record["run_id"], store.read_pandas("calibration", record["run_id"])
     return None
@@ -97,7 +88,9 @@ def recalibrate(
     if done is not None and not force:
         log.info("recalibrate: week %s is already calibrated (run %s); skipped", monday, done[0])
         return RecalibrateResult(week=monday, run_id=done[0], status="skipped")
-    evaluations = _runs(base, "evaluate", monday, monday + dt.timedelta(days=6))
+    evaluations = base.completed_runs(
+        "evaluate", monday.isoformat(), (monday + dt.timedelta(days=6)).isoformat()
+    )
     if not evaluations:
         raise RecalibrationError(
             f"no completed evaluate run for the week of {monday} in store {config.store.url}: "

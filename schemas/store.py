@@ -369,6 +369,13 @@ class ArtifactStore:
             records.append(json.loads(self.fs.cat_file(path)))
         return sorted(records, key=lambda r: (r.get("started_at", ""), r["run_id"]))
 
+    def completed_runs(self, flow: str, first: str = "", last: str = "9999") -> list[dict]:
+        """Completed runs of `flow` with as_of (ISO date) in [first, last], oldest first."""
+        return [
+            r for r in self.list_runs()
+            if r.get("flow") == flow and r.get("status") == "completed" and first <= r.get("as_of", "") <= last
+        ]  # fmt: skip
+
     def latest_run_id(self, status: str | None = "completed") -> str:
         runs = [r for r in self.list_runs() if status is None or r.get("status") == status]
         if not runs:

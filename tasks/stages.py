@@ -353,13 +353,11 @@ def aggregate_stage(
 
 def calibration_history(store: ArtifactStore) -> pd.DataFrame | None:
     """Every week's calibration (all bins pooled) of the store's recalibrate runs up to this run's date."""
-    as_of = store.run_record().get("as_of", "")
     frames = []
-    for r in store.list_runs():
-        if r.get("flow") == "recalibrate" and r.get("status") == "completed" and r.get("as_of", "") <= as_of:
-            if store.exists("calibration", r["run_id"]):
-                table = store.read_pandas("calibration", r["run_id"])
-                frames.append(table[table["stratum"] == ""])
+    for r in store.completed_runs("recalibrate", last=store.run_record().get("as_of", "")):
+        if store.exists("calibration", r["run_id"]):
+            table = store.read_pandas("calibration", r["run_id"])
+            frames.append(table[table["stratum"] == ""])
     if not frames:
         return None
     history = pd.concat(frames, ignore_index=True)
@@ -368,11 +366,7 @@ def calibration_history(store: ArtifactStore) -> pd.DataFrame | None:
 
 def latest_calibration_run(store: ArtifactStore) -> str | None:
     """The latest completed recalibrate run of the store with a week on or before this run's date."""
-    as_of = store.run_record().get("as_of", "")
-    runs = [
-        r for r in store.list_runs()
-        if r.get("flow") == "recalibrate" and r.get("status") == "completed" and r.get("as_of", "") <= as_of
-    ]  # fmt: skip
+    runs = store.completed_runs("recalibrate", last=store.run_record().get("as_of", ""))
     for record in sorted(runs, key=lambda r: (r["as_of"], r.get("started_at", "")), reverse=True):
         if store.exists("calibration", record["run_id"]):
             return record["run_id"]
@@ -404,10 +398,7 @@ def profile_stage(store: ArtifactStore, inputs: Refs, config: ProfileConfig, reu
 
 def previous_profiles(store: ArtifactStore) -> tuple[str, pd.DataFrame] | None:
     """The profiles of the latest earlier completed run of this store whose profiles this code can read."""
-    earlier = [
-        r for r in store.list_runs()
-        if r["run_id"] != store.run_id and r.get("status") == "completed" and r.get("flow") == "evaluate"
-    ]  # fmt: skip
+    earlier = [r for r in store.completed_runs("evaluate") if r["run_id"] != store.run_id]
     for record in reversed(earlier):
         try:
             return record["run_id"], store.read_pandas("profiles", run_id=record["run_id"])

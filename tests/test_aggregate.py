@@ -69,7 +69,7 @@ def test_both_display_orders_are_runs_of_one_task_in_a_randomised_canonical_fram
             for v in variants["variant_id"]
         ]
     )
-    votes, first_is_canonical = canonical_votes(verdicts, variants, seed=3)
+    votes, _ = canonical_votes(verdicts, variants, seed=3)
     assert set(votes["run"]) == {"AB", "BA"} and votes["task"].nunique() == 200
     per_task = votes.groupby("task")["label"].agg(set)
     assert (per_task.map(len) == 1).all()  # both runs agree once mapped to the canonical frame

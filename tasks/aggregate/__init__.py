@@ -64,9 +64,9 @@ def _coin(seed: int, pair_id: str) -> bool:
 
 def canonical_votes(
     verdicts: pd.DataFrame, variants: pd.DataFrame, seed: int = 0
-) -> tuple[pd.DataFrame, pd.Series]:
-    """(long votes `task, worker, run, label, score` in each pair's canonical frame, and per variant whether
-    its first-shown answer is the canonical first candidate)."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(long votes `task, worker, run, label, score` in each pair's canonical frame, and per variant its
+    `task` and whether its first-shown answer is the canonical first candidate: `first_is_canonical`)."""
     v = variants.set_index("variant_id")
     flip = v["pair_id"].map(lambda p: _coin(seed, str(p)))
     first_is_canonical = (v["order"] == "AB") != flip
@@ -84,7 +84,7 @@ def canonical_votes(
             "score": np.where(keep, rows["p_first"], 1.0 - rows["p_first"]),
         }
     )
-    return votes, first_is_canonical
+    return votes, pd.DataFrame({"task": task, "first_is_canonical": first_is_canonical})
 
 
 def _fit_one(method: str, votes: pd.DataFrame, params: dict) -> tuple[pd.Series, pd.Series]:
@@ -122,9 +122,8 @@ def aggregate(
     if calibration is not None and len(calibration) and "wmv" in methods:
         params = {**(params or {}), "wmv": {**(params or {}).get("wmv", {}), "estimator": "given",
                                             "rates": calibrated_rates(calibration)}}  # fmt: skip
-    votes, first_is_canonical = canonical_votes(verdicts, variants, seed)
-    v = variants.set_index("variant_id")
-    task = (v["pair_id"].astype(str) + ":" + v["presentation"].astype(str)).to_numpy()
+    votes, shown = canonical_votes(verdicts, variants, seed)
+    task = shown["task"].to_numpy()
     out = []
     for method in methods:
         try:
@@ -134,7 +133,7 @@ def aggregate(
             log.warning("aggregate: %s could not fit this panel: %s", method, exc)
             p, n, reason = pd.Series(dtype=float), pd.Series(dtype=float), str(exc)
         p_task = p.reindex(task).to_numpy(dtype=float)
-        p_first = np.where(first_is_canonical.to_numpy(), p_task, 1.0 - p_task)
+        p_first = np.where(shown["first_is_canonical"].to_numpy(), p_task, 1.0 - p_task)
         n_votes = n.reindex(task).fillna(0).astype(int).to_numpy()
         label = np.where(p_first > 0.5, "A", np.where(p_first < 0.5, "B", TIE)).astype(object)
         label[np.isnan(p_first)] = UNAVAILABLE if reason else NO_VOTES
@@ -143,7 +142,7 @@ def aggregate(
         out.append(
             pd.DataFrame(
                 {
-                    "unit_id": v.index,
+                    "unit_id": shown.index,
                     "method": method,
                     "score": 2 * p_first - 1,
                     "label": label,
