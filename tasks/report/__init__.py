@@ -23,22 +23,26 @@ from judgeops.tasks.profile.conditions import (
 )
 
 
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-def grouped_ci_chart(profiles: pd.DataFrame, conditions: list[str], title: str) -> str:
-    """Bars of estimate per judge, one colour per condition, with the 95% CI as error bars."""
+def _plt():
+    """pyplot on the non-interactive backend (imported on first use: matplotlib costs start-up time)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    _plt().close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def grouped_ci_chart(profiles: pd.DataFrame, conditions: list[str], title: str) -> str:
+    """Bars of estimate per judge, one colour per condition, with the 95% CI as error bars."""
+    plt = _plt()
     judges = sorted(profiles["judge_id"].unique())
     cells = profiles.set_index(["judge_id", "condition"])
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(judges)), 3.6))
@@ -63,15 +67,6 @@ def grouped_ci_chart(profiles: pd.DataFrame, conditions: list[str], title: str) 
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
     return _png(fig)
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def heatmap_chart(profiles: pd.DataFrame, conditions: list[str]) -> str:
