@@ -261,10 +261,7 @@ def _gmm(x: np.ndarray, rank: int, init: tuple[np.ndarray, np.ndarray] | None, s
         pi, mu = init
         centred = mu - pi @ mu
         within = np.cov(x, rowvar=False, bias=True) - (centred.T * pi) @ centred
-        vals, vecs = np.linalg.eigh((within + within.T) / 2)
-        floor = 1e-3 * max(float(np.trace(within)) / len(within), 1e-6)
-        within = (vecs * np.maximum(vals, floor)) @ vecs.T
-        kwargs = {"weights_init": pi, "means_init": mu, "precisions_init": np.linalg.inv(within)}
+        kwargs = {"weights_init": pi, "means_init": mu, "precisions_init": spd_precision(within, 1e-3)}
     gmm = GaussianMixture(rank, covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed,
                           **kwargs)  # fmt: skip
     return gmm.fit(x)
@@ -422,7 +419,19 @@ def _mixture_posterior(z: np.ndarray, resp: np.ndarray, seed: int) -> np.ndarray
     within = sum((resp[:, r, None] * (z - means[r])).T @ (z - means[r]) for r in range(resp.shape[1])) / len(
         z
     )
-    within += 1e-6 * np.eye(z.shape[1])
     gmm = GaussianMixture(resp.shape[1], covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed,
-                          weights_init=nk / nk.sum(), means_init=means, precisions_init=np.linalg.inv(within))  # fmt: skip
+                          weights_init=nk / nk.sum(), means_init=means, precisions_init=spd_precision(within, 1e-6))  # fmt: skip
     return gmm.fit(z).predict_proba(z)
+
+
+def spd_precision(cov: np.ndarray, floor: float) -> np.ndarray:
+    """The inverse of a covariance, exactly symmetric and positive-definite whatever the BLAS kernel.
+
+    np.linalg.inv of a symmetric matrix is symmetric only up to rounding, and how far off depends on the
+    kernel (OPENBLAS_CORETYPE=Haswell made scikit-learn's check "'tied precision' should be symmetric,
+    positive-definite" fail); inverting through the eigendecomposition with eigenvalues floored at
+    `floor` × their mean, then symmetrising, passes it on every kernel."""
+    vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
+    vals = np.maximum(vals, floor * max(float(vals.mean()), 1e-6))
+    precision = (vecs / vals) @ vecs.T
+    return (precision + precision.T) / 2
