@@ -183,6 +183,25 @@ def consensus_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
+def consistency_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("judge_id", "condition"),
+        *[_probability(c) for c in ("order_consistency", "presentation_consistency", "position_bias", "agreement")],
+        gxe.ExpectColumnValuesToBeBetween(column="implied_accuracy", min_value=0.5, max_value=1.0, meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="weight", min_value=0.0, meta=STOP),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta=STOP)
+          for c in ("n_tasks", "order_pairs", "presentation_pairs", "n_decisive")],
+    ]  # fmt: skip
+
+
+def aggregation_notes_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("method"),
+        _probability("agreement_with_mv"),
+        _probability("agreement_with_auto"),
+    ]
+
+
 def profiles_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_non_empty(),
@@ -259,6 +278,8 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "verdicts": verdicts_suite,
     "coverage": coverage_suite,
     "consensus": consensus_suite,
+    "consistency": consistency_suite,
+    "aggregation_notes": aggregation_notes_suite,
     "profiles": profiles_suite,
     "profile_stats": profile_stats_suite,
     "pointwise_bias": pointwise_bias_suite,

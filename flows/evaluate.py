@@ -85,7 +85,10 @@ def evaluate(
             store, {**verdicts, "variants": built["variants"], "pairs": built["pairs"]}, config.judges, reuse
         )
         consensus = aggregate_stage(
-            store, {**verdicts, "variants": built["variants"]}, config.aggregation, reuse
+            store,
+            {**verdicts, "variants": built["variants"], "pairs": built["pairs"]},
+            config.aggregation,
+            reuse,
         )
         profiles = profile_stage(
             store,
@@ -102,7 +105,13 @@ def evaluate(
         )
         report = report_stage(
             store,
-            {**profiles, **coverage, "pairs": built["pairs"], "construction_log": built["construction_log"]},
+            {
+                **profiles,
+                **coverage,
+                "pairs": built["pairs"],
+                "construction_log": built["construction_log"],
+                **{k: v for k, v in consensus.items() if k in ("consistency", "aggregation_notes")},
+            },  # fmt: skip
             title=f"judgeops evaluation, {as_of.isoformat()}",
         )
         record["report"] = report_path = store.display_path(report.path)

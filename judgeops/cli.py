@@ -160,7 +160,8 @@ def cmd_report(args) -> int:
     store = ArtifactStore(base.url, run_id)
     from judgeops.tasks.stages import previous_profiles
 
-    names = ["profiles", "profile_stats", "pointwise_bias", "coverage", "pairs", "construction_log"]
+    names = ["profiles", "profile_stats", "pointwise_bias", "coverage", "pairs", "construction_log",
+             "consistency", "aggregation_notes"]  # fmt: skip
     names = [
         n for n in names if n in ("profiles", "coverage", "pairs", "construction_log") or store.exists(n)
     ]

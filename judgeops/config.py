@@ -262,7 +262,20 @@ class CacheConfig(_Strict):
     )
 
 
-AggregatorName = Literal["mv", "avg", "dawid_skene", "ws", "uws", "care_svd", "care_tensor", "wmv", "baer"]
+AggregatorName = Literal[
+    "mv",
+    "avg",
+    "dawid_skene",
+    "ws",
+    "uws",
+    "care_svd",
+    "care_tensor",
+    "wmv",
+    "baer",
+    "cwv",
+    "ds_position",
+    "auto",
+]
 
 
 class AggregationConfig(_Strict):
@@ -279,6 +292,9 @@ class AggregationConfig(_Strict):
             "care_tensor",
             "wmv",
             "baer",
+            "cwv",
+            "ds_position",
+            "auto",
         ],
         min_length=1,
         description="aggregators to run; each writes its own consensus rows (a method that cannot fit the "

@@ -204,6 +204,44 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             "an aggregated decision of the panel for one unit (a variant or a response)",
         ),
         ArtifactSchema(
+            "consistency",
+            1,
+            _s(
+                pa.field("judge_id", _STR, nullable=False),
+                pa.field("condition", _STR, nullable=False),
+                pa.field("n_tasks", pa.int64()),
+                pa.field("order_pairs", _F),
+                pa.field("order_consistency", _F),
+                pa.field("presentation_pairs", _F),
+                pa.field("presentation_consistency", _F),
+                pa.field("n_decisive", pa.int64()),
+                pa.field("position_bias", _F),
+                pa.field("agreement", _F),
+                pa.field("implied_accuracy", _F),
+                pa.field("weight", _F),
+            ),
+            ("judge_id", "condition"),
+            "label-free perturbation consistency of a judge (overall or per error type): same verdict across "
+            "display orders and presentations, share of 'shown first' among its votes, and the per-run "
+            "accuracy and weight that consistency implies (tasks/aggregate/consistency.py)",
+        ),
+        ArtifactSchema(
+            "aggregation_notes",
+            1,
+            _s(
+                pa.field("method", _STR, nullable=False),
+                pa.field("agreement_with_mv", _F),
+                pa.field("agreement_with_auto", _F),
+                pa.field("warning", _STR),
+                pa.field("choice", _STR),
+                pa.field("reason", _STR),
+                pa.field("evidence", _STR),
+            ),
+            ("method",),
+            "per aggregation method: label-free agreement with majority vote and with auto's consensus, a "
+            "warning when its check fails; auto's row names the method it chose, why, and the evidence (JSON)",
+        ),
+        ArtifactSchema(
             "profiles",
             2,
             _s(

@@ -342,10 +342,15 @@ def aggregate_stage(
 
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         calibration = store.read_pandas("calibration", calibration_run) if calibration_run else None
-        consensus = aggregate_module.aggregate(
-            t["verdicts"], t["variants"], config.methods, config.seed, config.params, calibration
+        return aggregate_module.aggregate_panel(
+            t["verdicts"],
+            t["variants"],
+            config.methods,
+            config.seed,
+            config.params,
+            calibration,
+            t.get("pairs"),
         )
-        return {"consensus": consensus}
 
     params = {"aggregation": config, "calibration_run": calibration_run}
     return run_stage(store, "aggregate", aggregate_module, inputs, params, compute, reuse)

@@ -15,20 +15,34 @@ decision is then mapped back to every displayed variant, so profiles treat the p
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate._base import TIE
+from judgeops.tasks.aggregate._base import DEFAULT_CLASSES, TIE
+from judgeops.tasks.aggregate.auto import AutoAggregator
 from judgeops.tasks.aggregate.baer import BAER
 from judgeops.tasks.aggregate.care import CareSVD, CareTensor
+from judgeops.tasks.aggregate.consistency import SIGNALS, consistency_signals
+from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import MajorityVote, ScoreAverage
+from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
 from judgeops.tasks.aggregate.uws import UniversalWeakSupervision
 from judgeops.tasks.aggregate.wmv import WeightedMajorityVote
 from judgeops.tasks.aggregate.ws import WeakSupervision
 
+NOTE_COLUMNS = [
+    "method",
+    "agreement_with_mv",
+    "agreement_with_auto",
+    "warning",
+    "choice",
+    "reason",
+    "evidence",
+]
 NO_VOTES = "no_votes"
 UNAVAILABLE = "unavailable"  # the method could not fit this panel (the reason is logged)
 
@@ -44,9 +58,14 @@ AGGREGATORS = {
     "care_tensor": (CareTensor, "score"),
     "wmv": (WeightedMajorityVote, "label"),
     "baer": (BAER, "score"),
+    "cwv": (ConsistencyWeightedVote, "label"),
+    "ds_position": (PositionDawidSkene, "label"),
+    "auto": (AutoAggregator, "label"),
 }
 USES_LABELS = ("care_svd", "care_tensor", "wmv", "baer")
-BINARY_ONLY = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer")
+BINARY_ONLY = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer", "cwv", "ds_position", "auto")
+# methods that read the perturbation columns (`run`, `shown_first`, `item`) beside task, worker, label
+USES_RUNS = ("cwv", "ds_position", "auto")
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +98,12 @@ def canonical_votes(
         {
             "task": task.reindex(rows["variant_id"]).to_numpy(),
             "worker": rows["judge_id"].to_numpy(),
-            "run": v["order"].reindex(rows["variant_id"]).to_numpy(),
+            # the display order in the canonical frame ("AB": the canonical first candidate shown first), so
+            # a run says what was shown first without saying which candidate is correct
+            "run": np.where(keep, "AB", "BA"),
+            "shown_first": np.where(keep, "A", "B"),
+            "item": v["pair_id"].astype(str).reindex(rows["variant_id"]).to_numpy(),
+            "presentation": v["presentation"].reindex(rows["variant_id"]).to_numpy(),
             "label": np.where(keep, verdict, swapped),
             "score": np.where(keep, rows["p_first"], 1.0 - rows["p_first"]),
         }
@@ -87,8 +111,10 @@ def canonical_votes(
     return votes, pd.DataFrame({"task": task, "first_is_canonical": first_is_canonical})
 
 
-def _fit_one(method: str, votes: pd.DataFrame, params: dict) -> tuple[pd.Series, pd.Series]:
-    """P(canonical first candidate) and the number of votes per task."""
+def _fit_one(
+    method: str, votes: pd.DataFrame, params: dict, fitted: dict | None = None
+) -> tuple[pd.Series, pd.Series]:
+    """P(canonical first candidate) and the number of votes per task (the estimator goes in `fitted`)."""
     defaults = (
         {"neutral": 0.5} if method in ("uws", "care_svd", "care_tensor") else {}
     )  # P(first) = .5: no view
@@ -97,7 +123,10 @@ def _fit_one(method: str, votes: pd.DataFrame, params: dict) -> tuple[pd.Series,
     used = votes.dropna(subset=[kind])
     if method in BINARY_ONLY:
         estimator.classes = ("A", "B")  # both classes exist even if every vote names one
-    probas = estimator.fit(used[["task", "worker", kind]]).probas_
+    extra = [c for c in ("run", "shown_first", "item") if c in used.columns] if method in USES_RUNS else []
+    probas = estimator.fit(used[["task", "worker", kind, *extra]]).probas_
+    if fitted is not None:
+        fitted[method] = estimator
     p = probas["A"] if "A" in probas.columns else pd.Series(0.0, index=probas.index)
     return p, used.groupby("task").size()
 
@@ -119,19 +148,29 @@ def aggregate(
     """One consensus row per variant and method, in the display frame (label "A" = first shown wins).
 
     With a weekly `calibration` (the latest as of the run's date), WMV weighs the judges by its rates."""
+    return aggregate_panel(verdicts, variants, methods, seed, params, calibration)["consensus"]
+
+
+def aggregate_panel(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str], seed: int = 0,
+    params: dict | None = None, calibration: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None,
+) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """`consensus` (as `aggregate`), `consistency` (perturbation signals per judge, overall and per error type
+    when `pairs` are given) and `aggregation_notes` (auto's choice and each method's label-free check)."""
     if calibration is not None and len(calibration) and "wmv" in methods:
         params = {**(params or {}), "wmv": {**(params or {}).get("wmv", {}), "estimator": "given",
                                             "rates": calibrated_rates(calibration)}}  # fmt: skip
     votes, shown = canonical_votes(verdicts, variants, seed)
     task = shown["task"].to_numpy()
-    out = []
+    out, fitted, reasons = [], {}, {}
     for method in methods:
         try:
-            p, n = _fit_one(method, votes, params or {})
+            p, n = _fit_one(method, votes, params or {}, fitted)
             reason = None
         except ValueError as exc:
             log.warning("aggregate: %s could not fit this panel: %s", method, exc)
             p, n, reason = pd.Series(dtype=float), pd.Series(dtype=float), str(exc)
+            reasons[method] = reason
         p_task = p.reindex(task).to_numpy(dtype=float)
         p_first = np.where(shown["first_is_canonical"].to_numpy(), p_task, 1.0 - p_task)
         n_votes = n.reindex(task).fillna(0).astype(int).to_numpy()
@@ -151,7 +190,68 @@ def aggregate(
                 }
             )
         )
-    return pd.concat(out, ignore_index=True)
+    consensus = pd.concat(out, ignore_index=True)
+    return {
+        "consensus": consensus,
+        "consistency": panel_consistency(votes, pairs),
+        "aggregation_notes": aggregation_notes(consensus, fitted, reasons),
+    }
+
+
+def panel_consistency(votes: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Perturbation consistency per judge, overall and per error type of the pair (consistency.py)."""
+    usable = votes.dropna(subset=["label"])
+    columns = ["judge_id", "condition", *SIGNALS]
+    if usable.empty or usable["label"].nunique() < 1:
+        return pd.DataFrame(columns=columns)
+    frames = [consistency_signals(usable, DEFAULT_CLASSES).assign(condition="overall")]
+    if pairs is not None and "error_type" in pairs.columns:
+        kind = pairs.set_index(pairs["pair_id"].astype(str))["error_type"]
+        typed = usable.assign(condition=usable["item"].map(kind)).dropna(subset=["condition"])
+        if len(typed):
+            frames.append(consistency_signals(typed, DEFAULT_CLASSES, by="condition"))
+    table = pd.concat(frames, ignore_index=True).rename(columns={"worker": "judge_id"})
+    return table[columns].reset_index(drop=True)
+
+
+def soft_agreement(labels: pd.Series, reference: pd.Series) -> float:
+    """On the units the reference decides (A or B): 1 where `labels` says the same, ½ where it makes no
+    decision (a tie, no votes), 0 where it says the other; NaN if the reference decides nothing."""
+    decided = reference.isin(["A", "B"])
+    if not decided.any():
+        return float("nan")
+    ours, ref = labels[decided], reference[decided]
+    score = np.where(ours == ref, 1.0, np.where(ours.isin(["A", "B"]), 0.0, 0.5))
+    return float(score.mean())
+
+
+def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> pd.DataFrame:
+    """Per method: its agreement with majority vote and with auto's consensus (soft_agreement: a non-decision
+    counts ½),
+    and a warning when its label-free check fails (it takes the mirror side of majority vote, or it strays
+    from auto's consensus further than majority vote does). auto's row says what it chose and why."""
+    wide = consensus.pivot(index="unit_id", columns="method", values="label")
+    rows = []
+    for method in wide.columns:
+        mv = soft_agreement(wide[method], wide["mv"]) if "mv" in wide else np.nan
+        auto = soft_agreement(wide[method], wide["auto"]) if "auto" in wide else np.nan
+        mv_auto = soft_agreement(wide["mv"], wide["auto"]) if {"mv", "auto"} <= set(wide) else np.nan
+        warning = ""
+        if method in reasons:
+            warning = f"could not fit this panel: {reasons[method]}"
+        elif method not in ("mv", "auto") and mv < 0.5:
+            warning = f"takes the mirror side of majority vote (agrees on {mv:.0%} of the variants it decides)"
+        elif method not in ("mv", "auto") and auto < mv_auto - 0.05:
+            warning = (f"strays from auto's consensus (agrees on {auto:.0%}) further than majority vote "
+                       f"({mv_auto:.0%}): likely below majority vote here")  # fmt: skip
+        choice, reason, evidence = "", "", ""
+        if method == "auto" and "auto" in fitted:
+            est = fitted["auto"]
+            choice, reason = est.choice_, est.reason_
+            evidence = json.dumps(est.evidence_, sort_keys=True, default=float)
+        rows.append({"method": method, "agreement_with_mv": mv, "agreement_with_auto": auto,
+                     "warning": warning, "choice": choice, "reason": reason, "evidence": evidence})  # fmt: skip
+    return pd.DataFrame(rows, columns=NOTE_COLUMNS)
 
 
 def consensus_as_verdicts(consensus: pd.DataFrame) -> pd.DataFrame:

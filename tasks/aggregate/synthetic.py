@@ -18,6 +18,27 @@ judge). Every panel records its parameters and seed, so a result can be traced t
 |                             | unevenly, dominates the covariance (second order is not enough)        |
 | below_chance_order          | (v) most judges below chance, with judge-specific position bias; each  |
 |                             | task shown in both orders, each order a separate run (`order` column)  |
+| adversarial_surface         | (vi) most judges below chance because they follow a surface cue that   |
+|                             | favours the wrong answer; the cue and their position bias make them    |
+|                             | order- and presentation-unstable; one or two stable strong judges      |
+| clique_shared_bias          | (vii) a clique of 3–5 judges shares a bias (a cue independent of the   |
+|                             | truth); the strong judge is independent and in the minority            |
+
+(vi) and (vii) are pairwise panels with perturbations: each item (pair) is a task per presentation (plain,
+polished, padded; `item` and `presentation` columns), each task is shown in both orders (`run` "AB": the
+candidate labelled A shown first), and judge j's preference for A in a run is
+
+    d = α_j·y + β_j·s + γ_j·f + ε,    ε ~ N(0, 1),   label = A if d > 0,
+
+with y = ±1 the truth, f = ±1 whether A is shown first, and s = ±1 the cue the judge follows: in (vi) a
+surface cue that favours the wrong answer on a share `adversarial` of items, kept by each presentation with
+probability `cue_kept` and otherwise redrawn (polishing or padding changes which answer looks better); in
+(vii) a shared bias independent of the truth, kept across presentations the same way.
+
+Families: `make_panel(regime, seed=s, family=True)` draws the regime's parameters (number of judges,
+accuracies, clique size, confounder strength and share, position bias, cue persistence) at random from
+wide ranges (`draw_params`), so a method is judged on the family, not on one hand-picked setting. The
+fixed settings (`family=False`) are the ones of the tests and of the issue-6 tables.
 """
 
 from __future__ import annotations
@@ -33,7 +54,11 @@ REGIMES = (
     "confounder_follows_quality",
     "confounder_independent",
     "below_chance_order",
+    "adversarial_surface",
+    "clique_shared_bias",
 )
+PERTURBED = ("below_chance_order", "adversarial_surface", "clique_shared_bias")
+PRESENTATIONS = ("plain", "polished", "padded")
 
 
 @dataclass(frozen=True)
@@ -78,35 +103,147 @@ def regime_loadings(regime: str, strength: float) -> tuple[np.ndarray, np.ndarra
     return a, b, np.zeros_like(a)
 
 
-def make_panel(regime: str, n_tasks: int = 2000, seed: int = 0, strength: float | None = None) -> Panel:
+def draw_params(regime: str, rng: np.random.Generator) -> dict:
+    """A regime's parameters drawn from wide ranges: one member of the regime's family."""
+    u = rng.uniform
+    if regime == "independent":
+        a = u(0.2, 2.5, rng.integers(3, 13))
+        return {"quality": a, "confounder": np.zeros_like(a), "clique": np.zeros_like(a), "strength": 0.0}
+    if regime == "clique":  # one strong judge, 0–3 fair ones, a clique of 3–6 weak ones sharing noise
+        fair, size = rng.integers(0, 4), rng.integers(3, 7)
+        a = np.concatenate([u(2.0, 3.5, 1), u(0.5, 1.2, fair), u(0.3, 0.8, size)])
+        strength = u(1.0, 3.0)
+        g = np.concatenate([np.zeros(1 + fair), np.ones(size)]) * strength
+        return {"quality": a, "confounder": np.zeros_like(a), "clique": g, "strength": strength}
+    if regime == "confounder_follows_quality":  # 2–4 strong judges, 4–8 weak; the confounder ⟂ quality
+        strong, weak = rng.integers(2, 5), rng.integers(4, 9)
+        a = np.concatenate([u(1.8, 3.0, strong), u(0.4, 0.9, weak)])
+        raw = np.concatenate([-u(0.3, 0.6, strong), u(0.7, 1.3, weak)])
+        b = raw - (raw @ a) / (a @ a) * a
+        strength = u(0.5, 1.5)
+        return {"quality": a, "confounder": strength * b / np.abs(b).max(), "clique": np.zeros_like(a),
+                "strength": strength}  # fmt: skip
+    if regime == "confounder_independent":  # 9–15 similar judges; 40–100 % of them load on the confounder
+        p = rng.integers(9, 16)
+        a = u(0.7, 1.3, p)
+        loads = rng.random(p) < u(0.4, 1.0)
+        loads[rng.integers(p)] = True
+        strength = u(1.0, 2.0)
+        b = np.where(loads, u(0.2, 2.0, p), 0.0) * strength
+        return {"quality": a, "confounder": b, "clique": np.zeros_like(a), "strength": strength}
+    if regime == "below_chance_order":  # 1–2 good judges, 3–6 below chance, position bias independent
+        good, bad = rng.integers(1, 3), rng.integers(3, 7)
+        accuracy = np.concatenate([u(0.65, 0.85, good), u(0.30, 0.48, bad)])
+        return {"accuracy": accuracy, "position_bias": u(0.0, 0.7, good + bad)}
+    if regime == "adversarial_surface":  # 1–2 strong, stable judges; 3–8 that follow the surface cue
+        strong, weak = rng.integers(1, 3), rng.integers(3, 9)
+        return {"content": np.concatenate([u(1.5, 3.0, strong), u(0.0, 0.6, weak)]),
+                "cue": np.concatenate([u(0.0, 0.4, strong), u(0.6, 1.5, weak)]),
+                "position": np.concatenate([u(0.0, 0.4, strong), u(0.3, 1.5, weak)]),
+                "adversarial": u(0.6, 0.95), "cue_kept": u(0.2, 0.8)}  # fmt: skip
+    if regime == "clique_shared_bias":  # the strong judge, 0–2 fair ones, a clique of 3–5 sharing a bias
+        fair, size = rng.integers(0, 3), rng.integers(3, 6)
+        return {"content": np.concatenate([u(1.5, 2.5, 1), u(0.5, 1.2, fair), u(0.3, 1.0, size)]),
+                "cue": np.concatenate([np.zeros(1 + fair), u(1.0, 2.0, size)]),
+                "position": u(0.0, 0.5, 1 + fair + size),
+                "adversarial": 0.5, "cue_kept": u(0.2, 0.8)}  # fmt: skip
+    raise ValueError(f"unknown regime {regime!r}; one of {REGIMES}")
+
+
+FIXED = {  # the fixed settings of the perturbation regimes (family=False)
+    "adversarial_surface": {"content": np.array([2.5, 0.3, 0.2, 0.4, 0.1, 0.3]),
+                            "cue": np.array([0.2, 1.0, 1.2, 0.8, 1.0, 1.1]),
+                            "position": np.array([0.2, 0.8, 1.0, 0.5, 1.2, 0.7]),
+                            "adversarial": 0.8, "cue_kept": 0.5},
+    "clique_shared_bias": {"content": np.array([2.0, 0.8, 0.6, 0.6, 0.6, 0.6]),
+                           "cue": np.array([0.0, 0.0, 1.5, 1.5, 1.5, 1.5]),
+                           "position": np.array([0.1, 0.3, 0.3, 0.3, 0.3, 0.3]),
+                           "adversarial": 0.5, "cue_kept": 0.5},
+}  # fmt: skip
+
+
+def make_panel(
+    regime: str, n_tasks: int = 2000, seed: int = 0, strength: float | None = None, family: bool = False
+) -> Panel:
     """A panel of the given regime; `strength` scales the confounder (iii, iv) or the clique's shared noise
-    (ii); None takes the regime's default (DEFAULT_STRENGTH)."""
+    (ii); None takes the regime's default (DEFAULT_STRENGTH). family=True draws the regime's parameters
+    from wide ranges with this seed (`draw_params`); (vi) and (vii) have n_tasks // 3 items × 3
+    presentations."""
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; one of {REGIMES}")
     rng = np.random.default_rng(seed)
+    drawn = draw_params(regime, np.random.default_rng([seed, 1])) if family else None
+    if regime in ("adversarial_surface", "clique_shared_bias"):
+        return _perturbed(rng, regime, n_tasks // 3, seed, drawn or FIXED[regime], family)
     q = rng.integers(0, 2, n_tasks)
     truth = pd.Series(np.where(q == 1, "A", "B"), index=pd.RangeIndex(n_tasks, name="task"), name="label")
     if regime == "below_chance_order":
-        return _below_chance_order(rng, q, truth, seed)
-    strength = DEFAULT_STRENGTH.get(regime, 0.0) if strength is None else strength
-    a, b, clique = regime_loadings(regime, strength)
+        return _below_chance_order(rng, q, truth, seed, drawn)
+    if drawn is not None:
+        a, b, clique, strength = drawn["quality"], drawn["confounder"], drawn["clique"], drawn["strength"]
+    else:
+        strength = DEFAULT_STRENGTH.get(regime, 0.0) if strength is None else strength
+        a, b, clique = regime_loadings(regime, strength)
     c = rng.integers(0, 2, n_tasks)
     shared = rng.normal(size=n_tasks)
     scores = np.outer(q, a) + np.outer(c, b) + np.outer(shared, clique) + rng.normal(size=(n_tasks, len(a)))
     names = [f"j{i}" for i in range(len(a))]
     votes = _scores_to_votes(scores, a / 2 + b / 2, names)
-    params = {"regime": regime, "seed": seed, "n_tasks": n_tasks, "strength": strength,
+    params = {"regime": regime, "seed": seed, "n_tasks": n_tasks, "strength": float(strength), "family": family,
               "quality": dict(zip(names, a.tolist(), strict=True)),
               "confounder_loading": dict(zip(names, b.tolist(), strict=True)),
               "clique_loading": dict(zip(names, clique.tolist(), strict=True))}  # fmt: skip
     return Panel(votes, truth, params)
 
 
-def _below_chance_order(rng: np.random.Generator, q: np.ndarray, truth: pd.Series, seed: int) -> Panel:
+def _perturbed(
+    rng: np.random.Generator, regime: str, n_items: int, seed: int, p: dict, family: bool
+) -> Panel:
+    """(vi) and (vii): every item in three presentations × two orders; the model in the module docstring."""
+    alpha, beta, gamma = p["content"], p["cue"], p["position"]
+    n_judges = len(alpha)
+    y = np.where(rng.random(n_items) < 0.5, 1.0, -1.0)
+    # the item's cue: against the truth on a share `adversarial` of items (vi), or a coin (vii)
+    item_cue = np.where(rng.random(n_items) < p["adversarial"], -y, y)
+    kept = rng.random((n_items, len(PRESENTATIONS))) < p["cue_kept"]
+    fresh = np.where(rng.random((n_items, len(PRESENTATIONS))) < 0.5, 1.0, -1.0)
+    cue = np.where(kept, item_cue[:, None], fresh)  # items × presentations
+    rows = []
+    for k, presentation in enumerate(PRESENTATIONS):
+        for run, f in (("AB", 1.0), ("BA", -1.0)):
+            d = (np.outer(y, alpha) + np.outer(cue[:, k], beta) + f * gamma
+                 + rng.normal(size=(n_items, n_judges)))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {"task": np.repeat([f"{i}:{presentation}" for i in range(n_items)], n_judges),
+                     "worker": np.tile([f"j{j}" for j in range(n_judges)], n_items),
+                     "label": np.where(d > 0, "A", "B").ravel(),
+                     "score": (1 / (1 + np.exp(-1.7 * d))).ravel(),
+                     "run": run, "item": np.repeat(np.arange(n_items), n_judges),
+                     "presentation": presentation}
+                )
+            )  # fmt: skip
+    votes = pd.concat(rows, ignore_index=True)
+    tasks = [f"{i}:{pr}" for pr in PRESENTATIONS for i in range(n_items)]
+    truth = pd.Series(np.tile(np.where(y > 0, "A", "B"), len(PRESENTATIONS)), index=pd.Index(tasks, name="task"),
+                      name="label")  # fmt: skip
+    names = [f"j{j}" for j in range(n_judges)]
+    params = {"regime": regime, "seed": seed, "n_tasks": len(tasks), "family": family,
+              "adversarial": float(p["adversarial"]), "cue_kept": float(p["cue_kept"]),
+              **{key: dict(zip(names, np.asarray(p[key]).tolist(), strict=True))
+                 for key in ("content", "cue", "position")}}  # fmt: skip
+    return Panel(votes, truth.sort_index(), params)
+
+
+def _below_chance_order(
+    rng: np.random.Generator, q: np.ndarray, truth: pd.Series, seed: int, drawn: dict | None = None
+) -> Panel:
     """Pairwise judges shown each task in both orders: content accuracy below chance for most, and a
     judge-specific pull towards the first-shown answer."""
     accuracy = np.array([0.40, 0.42, 0.45, 0.38, 0.75])  # four below chance, one good
     position_bias = np.array([0.05, 0.30, 0.60, 0.15, 0.10])  # P(answers "first shown" regardless)
+    if drawn is not None:
+        accuracy, position_bias = drawn["accuracy"], drawn["position_bias"]
     n, rows = len(q), []
     names = [f"j{i}" for i in range(len(accuracy))]
     for order in ("AB", "BA"):
@@ -118,11 +255,11 @@ def _below_chance_order(rng: np.random.Generator, q: np.ndarray, truth: pd.Serie
             said = np.where(rng.random(n) < position_bias[j], first, content)
             rows.append(
                 pd.DataFrame(
-                    {"task": np.arange(n), "worker": name, "order": order,
+                    {"task": np.arange(n), "worker": name, "order": order, "run": order,
                      "label": np.where(said == 1, "A", "B"), "score": said.astype(float)}
                 )
             )  # fmt: skip
-    params = {"regime": "below_chance_order", "seed": seed, "n_tasks": n,
+    params = {"regime": "below_chance_order", "seed": seed, "n_tasks": n, "family": drawn is not None,
               "accuracy": dict(zip(names, accuracy.tolist(), strict=True)),
               "position_bias": dict(zip(names, position_bias.tolist(), strict=True))}  # fmt: skip
     return Panel(pd.concat(rows, ignore_index=True), truth, params)

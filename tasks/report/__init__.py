@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import io
+import json
 from importlib import resources
 
 import jinja2
@@ -273,6 +274,42 @@ def panel_rows(judges: list[dict]) -> list[dict]:
     return [{**j, "note": JUDGE_NOTES.get((j.get("backend"), j.get("model")), "")} for j in judges]
 
 
+def consistency_table(consistency: pd.DataFrame | None, profiles: pd.DataFrame) -> str | None:
+    """Per judge: its label-free consistency signals next to its measured accuracy (overall PA)."""
+    if consistency is None or consistency.empty:
+        return None
+    overall = consistency[consistency["condition"] == "overall"].set_index("judge_id")
+    accuracy = profiles[profiles["condition"] == "overall"].set_index("judge_id")["estimate"]
+    table = pd.DataFrame(
+        {
+            "accuracy (PA, labels)": accuracy.reindex(overall.index),
+            "order consistency": overall["order_consistency"],
+            "presentation consistency": overall["presentation_consistency"],
+            "position bias (share first shown)": overall["position_bias"],
+            "implied accuracy (no labels)": overall["implied_accuracy"],
+            "weight in cwv": overall["weight"],
+        }
+    ).sort_values("implied accuracy (no labels)", ascending=False)
+    return table.to_html(classes="grid", float_format="%.3f", na_rep="–")
+
+
+def auto_choice(notes: pd.DataFrame | None) -> dict | None:
+    if notes is None or notes.empty or "auto" not in set(notes["method"]):
+        return None
+    row = notes.set_index("method").loc["auto"]
+    evidence = json.loads(row["evidence"]) if row["evidence"] else {}
+    return {"choice": row["choice"], "reason": row["reason"],
+            "evidence": ", ".join(f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}"
+                                  for k, v in evidence.items())}  # fmt: skip
+
+
+def notes_table(notes: pd.DataFrame | None) -> str | None:
+    if notes is None or notes.empty:
+        return None
+    table = notes[["method", "agreement_with_mv", "agreement_with_auto", "warning"]]
+    return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
+
+
 def render_report(
     tables: dict[str, pd.DataFrame],
     run_id: str,
@@ -347,6 +384,9 @@ def render_report(
         )
         if has_calibration
         else None,
+        consistency_table=consistency_table(tables.get("consistency"), judges_only),
+        auto=auto_choice(tables.get("aggregation_notes")),
+        notes_table=notes_table(tables.get("aggregation_notes")),
         bias_chart=bias_matrix_chart(bias) if has_bias else None,
         bias_table=bias.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
         if has_bias

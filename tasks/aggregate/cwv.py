@@ -1,0 +1,131 @@
+"""Consistency-weighted vote: each judge's runs weighted by the accuracy its perturbation consistency implies.
+
+Model (ALGORITHMS.md §8; derivation in consistency.py): every run of judge j is right with probability
+q_j, independently across runs, and two runs of one item agree with probability q_j² + (1 − q_j)², so the
+judge's measured agreement gives q_j = ½(1 + √(2c_j − 1)). Under that model the naive-Bayes posterior of a
+task is
+
+    log P(first class) / P(second class) = Σ_runs w_j · (+1 if the run votes the first class else −1),
+    w_j = log(q_j / (1 − q_j)),
+
+so a judge whose verdicts flip with the display order or the presentation (c_j ≈ ½) weighs nothing, and a
+judge consistent across every perturbation weighs most. No labels, no class balance.
+
+Correlated judges (`dependence=True`, the default): judges that share a bias (a clique) would each count
+as independent evidence. After the first weighted vote, each judge's votes are centred on their mean within
+each consensus class (what the consensus does not explain), and the correlations of those residuals between
+judges give every judge an effective multiplicity m_j = Σ_k max(0, ρ_jk) (ρ_jj = 1): a clique of m judges
+with residual correlation ρ counts about 1 + (m − 1)ρ times, so each member's weight is divided by that. The
+vote is recomputed and the correction repeated (`n_rounds`). Independent judges have m_j ≈ 1 and keep their
+weights. This is the design-effect correction of survey sampling applied to judges; it assumes the first
+consensus is right more often than the clique.
+
+pool_items=True: the presentations of one item share the true label, so every run of the item is evidence
+for each of its tasks; the vote is taken per item and given to each of its tasks.
+
+When it helps: judges err because of position or surface features (their errors change with the
+perturbation), e.g. an adversarial set where most judges follow the better-looking answer and swap sides
+when the order or presentation changes (synthetic regime vi). When it cannot: a judge wrong for a stable
+reason looks as reliable as a right one (it would need labels), and a panel shown each task once has no
+perturbation at all: then every judge weighs 1 and this is majority vote (`fallback_` says so).
+
+>>> votes = pd.DataFrame({"task": [1, 1, 1, 1], "worker": ["a", "a", "b", "b"],
+...                       "run": ["AB", "BA", "AB", "BA"], "label": ["A", "A", "A", "B"]})
+>>> ConsistencyWeightedVote(min_pairs=1).fit(votes).weights_.round(2).to_dict()
+{'a': 4.6, 'b': 0.0}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame
+from judgeops.tasks.aggregate.consistency import consistency_signals, has_perturbations
+
+
+def signed_votes(df: pd.DataFrame, classes: tuple[str, str]) -> pd.DataFrame:
+    """Per (task, worker): the number of runs voting the first class minus those voting the second."""
+    sign = np.where(df["label"] == classes[0], 1.0, -1.0)
+    return df.assign(sign=sign).pivot_table(
+        index="task", columns="worker", values="sign", aggfunc="sum", sort=True
+    )
+
+
+class ConsistencyWeightedVote(BinaryAggregator):
+    """Fitted: `signals_` (consistency_signals per judge), `consistency_weights_` (worker: log-odds weight
+    from consistency), `multiplicity_` (worker: effective multiplicity from residual correlation; 1 without
+    the dependence correction), `weights_` (the weights used: their ratio), `fallback_` (None, or why some
+    or all judges got a default weight), `scores_` (the weighted sum), `probas_`, `labels_` (a task whose
+    weighted sum is exactly 0 is a tie).
+
+    min_pairs: a judge measured on fewer pairs of runs takes the median weight of the measured judges."""
+
+    def __init__(self, classes: tuple[str, str] | None = None, min_pairs: int = 10, dependence: bool = True,
+                 n_rounds: int = 3, pool_items: bool = False):  # fmt: skip
+        self.classes, self.min_pairs, self.dependence = classes, min_pairs, dependence
+        self.n_rounds, self.pool_items = n_rounds, pool_items
+
+    def fit(self, df: pd.DataFrame) -> ConsistencyWeightedVote:
+        df = check_frame(df, "label", "ConsistencyWeightedVote")
+        classes = binary_classes(df["label"], self.classes, "ConsistencyWeightedVote")
+        df = df[df["label"].isin(classes)]
+        unit = "item" if self.pool_items and "item" in df.columns else "task"
+        votes = signed_votes(df.assign(task=df[unit]), classes)
+        self.fallback_ = None
+        if has_perturbations(df):
+            self.signals_ = consistency_signals(df, classes).set_index("worker")
+            pairs = self.signals_["order_pairs"] + self.signals_["presentation_pairs"]
+            weight = self.signals_["weight"].where(pairs >= self.min_pairs)
+            if weight.isna().all():
+                weight[:] = 1.0
+                self.fallback_ = f"no judge has {self.min_pairs} pairs of runs: every judge weighs 1"
+            elif weight.isna().any():
+                missing = sorted(weight.index[weight.isna()])
+                weight = weight.fillna(float(weight.median()))
+                self.fallback_ = f"{missing} measured on < {self.min_pairs} pairs: the median weight"
+        else:
+            self.signals_ = pd.DataFrame(index=votes.columns)
+            weight = pd.Series(1.0, index=votes.columns)
+            self.fallback_ = "no task was shown twice: every judge weighs 1 (majority vote)"
+        base = weight.reindex(votes.columns).to_numpy(dtype=float)
+        x = votes.to_numpy()
+        runs = df.assign(task=df[unit]).groupby(["task", "worker"]).size().unstack()
+        share = x / runs.reindex(index=votes.index, columns=votes.columns).to_numpy()
+        multiplicity = np.ones(len(base))
+        if self.dependence and x.shape[1] > 2:
+            for _ in range(self.n_rounds):
+                multiplicity = effective_multiplicity(share, np.nansum(x * base / multiplicity, axis=1))
+        self.consistency_weights_ = pd.Series(base, index=votes.columns, name="weight")
+        self.multiplicity_ = pd.Series(multiplicity, index=votes.columns, name="multiplicity")
+        self.weights_ = (self.consistency_weights_ / self.multiplicity_).rename("weight")
+        score = np.nansum(x * self.weights_.to_numpy(), axis=1)
+        p = 0.5 * (1 + np.tanh(np.clip(score / 2, -350, 350)))  # sigmoid(score), exactly .5 at 0
+        if unit == "item":  # every task of an item takes the item's vote
+            item_of = df.groupby("task")["item"].first()
+            score = pd.Series(score, index=votes.index).reindex(item_of.to_numpy()).to_numpy()
+            p = pd.Series(p, index=votes.index).reindex(item_of.to_numpy()).to_numpy()
+            index = item_of.index
+        else:
+            index = votes.index
+        self.scores_ = pd.Series(score, index=index, name="score")
+        return self._finish(p, index, classes)
+
+
+def effective_multiplicity(share: np.ndarray, consensus: np.ndarray) -> np.ndarray:
+    """m_j = Σ_k max(0, ρ_jk): how many judges' worth of the same evidence judge j's votes repeat.
+
+    share: tasks × judges, the judge's mean vote in [−1, 1] (NaN: no vote); consensus: tasks, a signed score.
+    ρ is the correlation of the judges' residuals after removing each judge's mean vote within each
+    consensus class (tasks where the consensus is 0 are left out)."""
+    sign = np.sign(consensus)
+    resid = np.full(share.shape, np.nan)
+    for cls in (-1.0, 1.0):
+        rows = sign == cls
+        if rows.sum() > 1:
+            with np.errstate(invalid="ignore"):
+                resid[rows] = share[rows] - np.nanmean(share[rows], axis=0)
+    rho = pd.DataFrame(resid).corr(min_periods=10).to_numpy()
+    rho = np.where(np.isfinite(rho), rho, 0.0)
+    np.fill_diagonal(rho, 1.0)
+    return np.clip(rho, 0.0, None).sum(axis=1)
