@@ -132,7 +132,10 @@ def test_care_tensor_third_order_route_runs_and_is_reported(panels):
 
 
 def swap(df: pd.DataFrame) -> pd.DataFrame:
+    """The same panel with the candidates' names swapped: labels, scores and the run's display order."""
     out = df.assign(label=df["label"].map({"A": "B", "B": "A"}))
+    if "run" in df.columns:
+        out = out.assign(run=df["run"].map({"AB": "BA", "BA": "AB"}))
     return out.assign(score=1.0 - df["score"]) if "score" in df.columns else out
 
 
@@ -154,6 +157,7 @@ def small_panels(draw):
                     "task": np.repeat(np.arange(n), p),
                     "worker": np.tile([f"j{i}" for i in range(p)], n),
                     "order": order,
+                    "run": order,
                     "score": prob.ravel().round(3),
                     "label": np.where(prob.ravel() > 0.5, "A", "B"),
                 }
@@ -172,7 +176,7 @@ def test_swapping_the_candidates_flips_the_decision_and_keeps_its_confidence(nam
     votes, truth = data
     kwargs = {"dev_labels": truth} if name == "baer" else {}
     swapped_kwargs = {"dev_labels": truth.map({"A": "B", "B": "A"})} if name == "baer" else {}
-    params = {"classes": ("A", "B")} if name in ("ws", "wmv") else {}
+    params = {"classes": ("A", "B")} if name in ("ws", "wmv", "cwv", "ds_position", "auto") else {}
     one = get_aggregator(name, **params).fit(votes, **kwargs)
     two = get_aggregator(name, **params).fit(swap(votes), **swapped_kwargs)
     flipped = two.labels_.map({"A": "B", "B": "A", "tie": "tie"})

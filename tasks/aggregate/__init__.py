@@ -240,7 +240,9 @@ def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> p
         if method in reasons:
             warning = f"could not fit this panel: {reasons[method]}"
         elif method not in ("mv", "auto") and mv < 0.5:
-            warning = f"takes the mirror side of majority vote (agrees on {mv:.0%} of the variants it decides)"
+            warning = (
+                f"takes the mirror side of majority vote (agrees on {mv:.0%} of the variants it decides)"
+            )
         elif method not in ("mv", "auto") and auto < mv_auto - 0.05:
             warning = (f"strays from auto's consensus (agrees on {auto:.0%}) further than majority vote "
                        f"({mv_auto:.0%}): likely below majority vote here")  # fmt: skip

@@ -18,7 +18,10 @@ takes a method only when the evidence for that assumption is present. Otherwise 
    correlation given the consensus; a clique or a shared confounder raises it — and so, less, does a
    consensus that errs where several good judges are right, which makes this check conservative), and
    (b) it lands on majority vote's side of the mirror (it agrees with majority vote on at least
-   `min_agreement` of the tasks both decide).
+   `min_agreement` of the tasks both decide), and (c) where the panel saw perturbations, its judges are
+   mostly consistent (median implied accuracy ≥ `weak_consistency`): judges that mostly flip with the
+   order or presentation may be below chance, and Dawid–Skene sharpens whichever side majority vote is
+   on, the wrong one included (regime v).
 3. Otherwise: majority vote.
 
 `choice_` names the method, `reason_` says why in one sentence, `evidence_` holds the numbers.
@@ -54,10 +57,12 @@ class AutoAggregator(BinaryAggregator):
 
     def __init__(self, classes: tuple[str, str] | None = None, min_pairs: int = 50,
                  strong_consistency: float = 0.9, min_spread: float = 0.1, max_disagreement: float = 0.1,
-                 clique_multiplicity: float = 1.5, min_agreement: float = 0.5):  # fmt: skip
+                 clique_multiplicity: float = 1.5, min_agreement: float = 0.5,
+                 weak_consistency: float = 0.8):  # fmt: skip
         self.classes, self.min_pairs, self.strong_consistency = classes, min_pairs, strong_consistency
         self.min_spread, self.max_disagreement = min_spread, max_disagreement
         self.clique_multiplicity, self.min_agreement = clique_multiplicity, min_agreement
+        self.weak_consistency = weak_consistency
 
     def fit(self, df: pd.DataFrame) -> AutoAggregator:
         df = check_frame(df, "label", "AutoAggregator")
@@ -94,6 +99,11 @@ class AutoAggregator(BinaryAggregator):
                 chosen, name = mv, "mv"
                 reason = (f"judge {cwv.multiplicity_.idxmax()} counts as {cwv.multiplicity_.max():.1f} judges "
                           "(correlated errors), so Dawid–Skene's independence does not hold: majority vote")  # fmt: skip
+            elif evidence.get("median_implied_accuracy", 1.0) < self.weak_consistency:
+                chosen, name = mv, "mv"
+                reason = (f"most judges flip with the order or presentation (median implied accuracy "
+                          f"{evidence['median_implied_accuracy']:.2f}): the panel may be below chance, and "
+                          "Dawid–Skene would sharpen majority vote's side whichever it is: majority vote")  # fmt: skip
             elif agree >= self.min_agreement:
                 chosen, name = ds, "dawid_skene"
                 reason = "judges look conditionally independent: Dawid–Skene weighs them by fitted skill"

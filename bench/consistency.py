@@ -1,0 +1,141 @@
+"""Perturbation-consistency methods and `auto` on every regime family, the LLMBar panel, and speed.
+
+    python bench/consistency.py [--seeds 50] [--tasks 1200]
+
+Prints markdown: accuracy (mean ± sd over `--seeds` random draws of each regime family's parameters,
+tasks/aggregate/synthetic.py `family=True`) of MV, DS, CWV, DS-position and auto, beside the best single
+judge (picked with the truth, position-averaged: a bar, not a method); how often auto chose each method;
+the LLMBar Natural panel (6 real LLM judges, both orders as runs); and the time of the consistency
+signals + auto on 24 judges × 5,000 tasks × 2 orders. Pin to two cores (`taskset -c 0,1`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judgeops.tasks.aggregate import get_aggregator
+from judgeops.tasks.aggregate.consistency import consistency_signals
+from judgeops.tasks.aggregate.synthetic import REGIMES, make_panel
+
+warnings.filterwarnings("ignore", category=UserWarning)
+PANEL6 = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmbar" / "natural_vanilla_panel6.csv"
+LABELS = {r: f"({n}) {r}" for n, r in zip(["i", "ii", "iii", "iv", "v", "vi", "vii"], REGIMES, strict=True)}
+METHODS = {"MV": "mv", "DS": "dawid_skene", "CWV": "cwv", "DS-position": "ds_position", "auto": "auto"}
+RUN_COLUMNS = ["run", "shown_first", "item"]
+
+
+def accuracy(labels: pd.Series, truth: pd.Series) -> float:
+    return float((labels.reindex(truth.index) == truth).mean())
+
+
+def best_single(votes: pd.DataFrame, truth: pd.Series) -> float:
+    joined = votes.merge(truth.rename("truth"), left_on="task", right_index=True)
+    return float((joined["label"] == joined["truth"]).groupby(joined["worker"]).mean().max())
+
+
+def fit(method: str, votes: pd.DataFrame):
+    cols = ["task", "worker", "label"] + [c for c in RUN_COLUMNS if c in votes.columns]
+    return get_aggregator(method).fit(votes[cols])
+
+
+def families(seeds: int, tasks: int) -> list[str]:
+    cols = list(METHODS)
+    lines = ["| regime family | best single judge | " + " | ".join(cols) + " | auto − MV | auto chose |",
+             "|---" * (len(cols) + 4) + "|"]  # fmt: skip
+    for regime in REGIMES:
+        acc: dict[str, list[float]] = {c: [] for c in ["best", *cols]}
+        chose: Counter = Counter()
+        for seed in range(seeds):
+            panel = make_panel(regime, n_tasks=tasks, seed=seed, family=True)
+            acc["best"].append(best_single(panel.votes, panel.truth))
+            for col, method in METHODS.items():
+                est = fit(method, panel.votes)
+                acc[col].append(accuracy(est.labels_, panel.truth))
+                if method == "auto":
+                    chose[est.choice_] += 1
+        gap = np.array(acc["auto"]) - np.array(acc["MV"])
+        lines.append(
+            f"| {LABELS[regime]} | {np.mean(acc['best']):.3f} ± {np.std(acc['best']):.3f} | "
+            + " | ".join(f"{np.mean(acc[c]):.3f} ± {np.std(acc[c]):.3f}" for c in cols)
+            + f" | {100 * gap.mean():+.1f} pts | {', '.join(f'{k} {v}' for k, v in chose.most_common())} |"
+        )
+        print(lines[-1], flush=True)
+    return lines
+
+
+def llmbar() -> list[str]:
+    if not PANEL6.exists():
+        return [f"(LLMBar panel skipped: {PANEL6} not found)"]
+    wide = pd.read_csv(PANEL6)
+    rows = []
+    for col in [c for c in wide.columns if "__order" in c]:
+        judge, order = col.split("__order")
+        # canonical frame: A = output_1; run "AB" = output_1 shown first (order 12)
+        vals = wide[col]
+        rows.append(pd.DataFrame({"task": wide["idx"].astype(str), "worker": judge,
+                                  "run": "AB" if order == "12" else "BA",
+                                  "label": vals.map({1: "A", 2: "B"})}))  # fmt: skip
+    votes = pd.concat(rows).dropna(subset=["label"])
+    truth = pd.Series(wide["label"].map({1: "A", 2: "B"}).to_numpy(), index=wide["idx"].astype(str))
+    lines = ["| method | accuracy (100 pairs, both orders as runs) |", "|---|---|"]
+    for col, method in METHODS.items():
+        est = fit(method, votes)
+        extra = f" (chose {est.choice_})" if method == "auto" else ""
+        lines.append(f"| {col} | {accuracy(est.labels_, truth):.2f}{extra} |")
+    sig = consistency_signals(votes).set_index("worker")
+    lines += ["", "| judge | order consistency | position bias | implied accuracy |", "|---|---|---|---|"]
+    lines += [f"| {j} | {r.order_consistency:.2f} | {r.position_bias:.2f} | {r.implied_accuracy:.2f} |"
+              for j, r in sig.iterrows()]  # fmt: skip
+    return lines
+
+
+def speed() -> list[str]:
+    rng = np.random.default_rng(0)
+    n, p = 5000, 24
+    y = rng.integers(0, 2, n)
+    acc = rng.uniform(0.55, 0.9, p)
+    pos = rng.uniform(0.0, 0.5, p)
+    frames = []
+    for run in ("AB", "BA"):
+        right = rng.random((n, p)) < acc
+        said = np.where(right, y[:, None], 1 - y[:, None])
+        said = np.where(rng.random((n, p)) < pos, 1 if run == "AB" else 0, said)
+        frames.append(pd.DataFrame({"task": np.repeat(np.arange(n), p), "worker": np.tile(np.arange(p), n),
+                                    "run": run, "label": np.where(said.ravel() == 1, "A", "B")}))  # fmt: skip
+    votes = pd.concat(frames, ignore_index=True)
+    best = {}
+    for name, work in {"consistency signals": lambda: consistency_signals(votes),
+                       "auto (signals, cwv, its choice)": lambda: get_aggregator("auto").fit(votes),
+                       "mv": lambda: get_aggregator("mv").fit(votes)}.items():  # fmt: skip
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - t0)
+        best[name] = min(times)
+    lines = ["| 24 judges × 5,000 tasks × 2 orders | seconds (best of 3) | × MV |", "|---|---|---|"]
+    lines += [f"| {k} | {v:.3f} | {v / best['mv']:.1f} |" for k, v in best.items()]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--tasks", type=int, default=1200)
+    args = parser.parse_args()
+    print(
+        f"Command: `taskset -c 0,1 python bench/consistency.py --seeds {args.seeds} --tasks {args.tasks}`\n"
+    )
+    for block in (speed(), llmbar(), families(args.seeds, args.tasks)):
+        print("\n".join(block) + "\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()
