@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -278,19 +279,6 @@ def cmd_cache_prune(args) -> int:
     return 0
 
 
-def _read_table(path: str, what: str):
-    import pandas as pd
-
-    file = Path(path)
-    if not file.exists():
-        raise SystemExit(f"{what} file not found: {file}")
-    if file.suffix == ".parquet":
-        return pd.read_parquet(file)
-    if file.suffix == ".csv":
-        return pd.read_csv(file)
-    raise SystemExit(f"{file}: expected a .csv or .parquet file")
-
-
 def _param(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -302,7 +290,9 @@ def cmd_aggregate(args) -> int:
     """Aggregate a long table of votes (task, worker, label) or scores (task, worker, score)."""
     import inspect
 
-    from judgeops.tasks.aggregate import AGGREGATORS, USES_LABELS, get_aggregator
+    import pandas as pd
+
+    from judgeops.tasks.aggregate import AGGREGATORS, USES_LABELS, get_aggregator, scoring
 
     params = dict(_param(p) for p in args.param or [])
     for flag in ("estimator", "rule"):
@@ -316,84 +306,102 @@ def cmd_aggregate(args) -> int:
     except (ValueError, TypeError) as exc:
         _error(f"judgeops aggregate: {exc}")
         return 2
-    votes = _read_table(args.votes, "votes")
-    kind = AGGREGATORS[args.method][1]
-    if "input" in inspect.signature(type(estimator)).parameters and kind not in votes.columns:
-        other = "label" if kind == "score" else "score"
-        if other in votes.columns and "input" not in params:
-            kind = estimator.input = other
-    missing = [c for c in ("task", "worker", kind) if c not in votes.columns]
-    if missing:
-        _error(f"{args.votes}: method {args.method} needs columns task, worker, {kind}; missing {missing}")
-        return 2
-    votes = votes.assign(task=votes["task"].astype(str))
-
-    def labels_from(file: str, what: str):
-        table = _read_table(file, what)
-        if not {"task", "label"} <= set(table.columns):
-            raise SystemExit(f"{file}: expected columns task, label")
-        return table.assign(task=table["task"].astype(str)).set_index("task")["label"]
-
-    fit_kwargs = {}
-    dev = None
-    if args.dev_labels:
-        if args.method not in USES_LABELS:
-            _error(
-                f"judgeops aggregate: {args.method} does not use development labels; {list(USES_LABELS)} do"
-            )
-            return 2
-        dev = labels_from(args.dev_labels, "dev labels")
-        fit_kwargs["dev_labels"] = dev
-    if args.method == "wmv" and params.get("estimator") == "oracle":
-        if not args.truth:
-            _error("judgeops aggregate: the oracle estimator reads the true labels: give --truth")
-            return 2
-        fit_kwargs["dev_labels"] = labels_from(args.truth, "truth")  # the upper bound, by definition
-    elif args.method == "wmv" and params.get("estimator") in ("bayesian", "stratified") and dev is None:
-        _error(
-            f"judgeops aggregate: the {params['estimator']} estimator needs an audit set: give --dev-labels"
-        )
-        return 2
     try:
+        table = scoring.read_table(args.votes, "votes")
+        kind = params.get("input", AGGREGATORS[args.method][1])
+        if "input" in inspect.signature(type(estimator)).parameters and kind not in table.columns:
+            other = "label" if kind == "score" else "score"
+            if other in table.columns and "input" not in params:
+                kind = estimator.input = other
+        votes, tie_votes = scoring.prepare_votes(table, kind, args.votes, args.tie_label)
+        tasks = pd.Index(votes["task"].unique())
+        fit_kwargs, dev = {}, None
+        if args.dev_labels:
+            if args.method not in USES_LABELS:
+                raise scoring.InputError(
+                    f"{args.method} does not use development labels; {list(USES_LABELS)} do"
+                )
+            dev_table = scoring.read_table(args.dev_labels, "dev labels")
+            dev = scoring.check_truth(dev_table, tasks, args.dev_labels, allow_partial=True)
+            fit_kwargs["dev_labels"] = dev
+        if args.method == "wmv" and params.get("estimator") == "oracle":
+            if not args.truth:
+                raise scoring.InputError("the oracle estimator reads the true labels: give --truth")
+            oracle = scoring.read_table(args.truth, "truth")
+            fit_kwargs["dev_labels"] = scoring.check_truth(oracle, tasks, args.truth, allow_partial=True)
+        elif args.method == "wmv" and params.get("estimator") in ("bayesian", "stratified") and dev is None:
+            raise scoring.InputError(
+                f"the {params['estimator']} estimator needs an audit set: give --dev-labels"
+            )
+        truth, truth_kind = None, "label"
+        if args.truth:
+            truth_table = scoring.read_table(args.truth, "truth")
+            truth_kind = "score" if kind == "score" and "label" not in truth_table.columns else "label"
+            truth = scoring.check_truth(truth_table, tasks, args.truth, truth_kind, args.allow_partial_truth)
+            if dev is not None:
+                truth = truth.drop(index=dev.index, errors="ignore")
         estimator.fit(votes, **fit_kwargs)
+    except scoring.InputError as exc:
+        _error(f"judgeops aggregate: {exc}")
+        return 2
     except ValueError as exc:
         _error(f"judgeops aggregate: {args.votes}: {exc}")
         return 2
     labels = estimator.labels_.rename("label")
     out = labels.rename_axis("task").reset_index()
     if hasattr(estimator, "probas_"):
-        probas = estimator.probas_.reindex(labels.index)
-        out["probability"] = probas.max(axis=1).to_numpy()  # the confidence of the decision
+        out["probability"] = (
+            estimator.probas_.reindex(labels.index).max(axis=1).to_numpy()
+        )  # the decision's confidence
     if hasattr(estimator, "scores_"):
         out["score"] = estimator.scores_.reindex(labels.index).to_numpy()
     if args.out:
         (out.to_parquet if args.out.endswith(".parquet") else out.to_csv)(args.out, index=False)
-        print(f"wrote {len(out)} predictions to {args.out}")
-    else:
+    elif not args.json:
         sys.stdout.write(out.to_csv(index=False))
-    if args.truth:
-        truth_table = _read_table(args.truth, "truth")
-        truth_table = truth_table.assign(task=truth_table["task"].astype(str)).set_index("task")
+    summary = {"method": args.method, "votes": args.votes, "n_tasks": int(len(labels)), "n_votes": int(len(votes)),
+               "tie_votes": tie_votes, "ties": int((labels == "tie").sum())}  # fmt: skip
+    if args.method == "auto":
+        summary.update(choice=estimator.choice_, reason=estimator.reason_, evidence=estimator.evidence_)
+    try:
+        if truth is not None:
+            if truth_kind == "label":
+                space = set(votes["label"].dropna()) if kind == "label" else set(labels) - {"tie"}
+                summary["scored"] = scoring.score_labels(labels, truth, sorted(space, key=str), args.truth)
+            elif hasattr(estimator, "scores_"):
+                summary["scored"] = scoring.score_scores(estimator.scores_, truth)
+            else:
+                raise scoring.InputError(
+                    f"{args.truth}: score truth needs a method with scores (avg, uws, care_*)"
+                )
+            if dev is not None:
+                summary["scored"]["scored_outside_dev_labels"] = True
+    except scoring.InputError as exc:
+        _error(f"judgeops aggregate: {exc}")
+        return 2
+    if args.json:
+        print(json.dumps(summary, default=float))
+        return 0
+    if args.out:
+        print(f"wrote {len(out)} predictions to {args.out}")
+    if tie_votes:
+        print(f"explicit tie votes (label {args.tie_label!r}, not counted for either side): {tie_votes}")
+    if args.method == "auto":
+        print(f"auto chose {estimator.choice_}: {estimator.reason_}")
+    scored = summary.get("scored")
+    if scored and "accuracy" in scored:
         if dev is not None:
-            truth_table = truth_table.drop(index=dev.index, errors="ignore")
-            print(f"scored on {len(truth_table)} tasks outside the development labels")
-        if "label" in truth_table.columns:
-            truth = truth_table["label"]
-            pred = labels.reindex(truth.index)
-            answered = pred.notna() & (pred != "tie")
-            print(f"accuracy: {(pred == truth).mean():.4f}")
-        elif "score" in truth_table.columns and hasattr(estimator, "scores_"):
-            from scipy.stats import kendalltau
-
-            truth = truth_table["score"]
-            pred = estimator.scores_.reindex(truth.index)
-            answered = pred.notna()
-            print(f"mae: {(pred[answered] - truth[answered]).abs().mean():.4f}")
-            print(f"kendall_tau: {kendalltau(pred[answered], truth[answered]).statistic:.4f}")
-        else:
-            _error(f"{args.truth}: expected columns task, label (or task, score for a score method)")
-            return 2
-        print(f"coverage: {answered.mean():.4f} ({int(answered.sum())} of {len(truth)} tasks)")
+            print(f"scored on {scored['n']} tasks outside the development labels")
+        print(f"accuracy: {scored['accuracy']:.4f} (ties and undecided count as wrong)")
+        print(f"accuracy on decided tasks: {scored['accuracy_decided']:.4f}")
+        decided = scored["n"] - scored["ties"] - scored["undecided"]
+        print(
+            f"coverage: {scored['coverage']:.4f} ({decided} of {scored['n']} tasks decided; ties: {scored['ties']})"
+        )
+    elif scored:
+        print(f"mae: {scored['mae']:.4f}")
+        print(f"kendall_tau: {scored['kendall_tau']:.4f}")
+        print(f"coverage: {scored['coverage']:.4f}")
     return 0
 
 
@@ -618,12 +626,30 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument(
         "--method",
         required=True,
-        help="mv, avg, dawid_skene, ws, uws, care_svd, care_tensor, wmv, baer",
+        help="mv, avg, dawid_skene, ws, uws, care_svd, care_tensor, wmv, baer, cwv, ds_position, auto "
+        "(cwv, ds_position and auto also read optional run, shown_first and item columns)",
     )
     agg.add_argument(
         "--truth", help="task, label (or task, score): prints accuracy (or mae, Kendall τ) and coverage"
     )
     agg.add_argument("--out", help="write the predictions here (.csv or .parquet); default: stdout")
+    agg.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON summary (tasks, ties, auto's choice, and with --truth accuracy, accuracy on decided "
+        "tasks, coverage) instead of the predictions (give --out to keep them)",
+    )
+    agg.add_argument(
+        "--tie-label",
+        default="tie",
+        help="the label a judge uses for an explicit tie (default 'tie'): no vote for either side, counted",
+    )
+    agg.add_argument(
+        "--allow-partial-truth",
+        action="store_true",
+        help="score only the usable tasks when the truth file has tasks the votes lack, lacks voted tasks, or "
+        "repeats tasks (otherwise that is an error, with the counts)",
+    )
     agg.add_argument(
         "--estimator", help="wmv: disagreement (default, label-free), bayesian, stratified, oracle"
     )

@@ -165,7 +165,7 @@ def test_aggregate_reads_long_votes_and_scores_against_truth(tmp_path, capsys):
         == 0
     )
     printed = capsys.readouterr().out
-    assert "accuracy: 1.0000" in printed and "coverage: 1.0000 (5 of 5 tasks)" in printed
+    assert "accuracy: 1.0000" in printed and "coverage: 1.0000 (5 of 5 tasks decided; ties: 0)" in printed
     pred = pd.read_parquet(out)
     assert (
         pred.set_index("task")["label"].to_dict() == TOY_TRUTH and pred["probability"].between(0.5, 1).all()
@@ -173,7 +173,7 @@ def test_aggregate_reads_long_votes_and_scores_against_truth(tmp_path, capsys):
     assert main(["aggregate", str(votes), "--method", "mv", "--truth", str(truth)]) == 0
     printed = capsys.readouterr().out
     assert "t1,tie," in printed  # a 2-2 split stays a tie: counted wrong and not covered
-    assert "accuracy: 0.8000" in printed and "coverage: 0.8000 (4 of 5 tasks)" in printed
+    assert "accuracy: 0.8000" in printed and "coverage: 0.8000 (4 of 5 tasks decided; ties: 1)" in printed
     assert main(["aggregate", str(votes), "--method", "avg"]) == 2
-    assert "needs columns task, worker, score; missing ['score']" in capsys.readouterr().err
+    assert "expected columns task, worker, score; missing ['score']" in capsys.readouterr().err
     assert main(["aggregate", str(votes), "--method", "baer"]) == 2

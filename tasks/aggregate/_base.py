@@ -69,6 +69,14 @@ def binary_classes(labels: pd.Series, classes: tuple[str, str] | None, name: str
     return (seen[0], seen[1])
 
 
+def resolve_classes(df: pd.DataFrame, kind: str, classes: tuple | None, name: str) -> tuple:
+    """A binary method's two classes: for label input, given or the two observed labels (binary_classes);
+    for scores (high = the first class), given or ("A", "B")."""
+    if kind == "label":
+        return binary_classes(df["label"], None if classes is None else tuple(classes), name)
+    return tuple(classes) if classes is not None else DEFAULT_CLASSES
+
+
 def vote_matrix(df: pd.DataFrame, kind: str, classes: tuple[str, str] | None = None) -> pd.DataFrame:
     """Tasks × workers: the mean score, or for labels the share of runs voting for classes[0]; NaN = no vote."""
     if kind == "label":
@@ -152,7 +160,8 @@ def symmetric_posterior(x: np.ndarray, n_iter: int = 200, tol: float = 1e-10) ->
 def labels_from_proba(p_first: np.ndarray, classes: tuple[str, str], index: pd.Index) -> pd.Series:
     """classes[0] where P(classes[0]) > 0.5, classes[1] where < 0.5, `tie` at exactly 0.5."""
     p = np.asarray(p_first, dtype=float)
-    out = np.where(p > 0.5, classes[0], np.where(p < 0.5, classes[1], TIE)).astype(object)
+    out = np.full(p.shape, TIE, dtype=object)  # object: classes may be numbers (0/1) beside the "tie" string
+    out[p > 0.5], out[p < 0.5] = classes[0], classes[1]
     return pd.Series(out, index=index, name="agg_label")
 
 

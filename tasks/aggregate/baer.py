@@ -33,7 +33,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
 
-from judgeops.tasks.aggregate._base import DEFAULT_CLASSES, BinaryAggregator, check_frame, dev_series
+from judgeops.tasks.aggregate._base import BinaryAggregator, check_frame, dev_series, resolve_classes
 
 LAMBDAS = (10.0, 1.0, 0.1, 0.01, 0.001)
 
@@ -41,9 +41,6 @@ LAMBDAS = (10.0, 1.0, 0.1, 0.01, 0.001)
 def evidence(df: pd.DataFrame, kind: str, classes: tuple[str, str], eps: float = 0.02):
     """(tasks, experts, p, δ, z, z̃) from a long frame; p = P(classes[0]) per run (labels → 1/0)."""
     if kind == "label":
-        extra = sorted(set(df["label"]) - set(classes), key=str)
-        if extra:
-            raise ValueError(f"BAER is a binary method; labels {extra} are not among {list(classes)}")
         df = df.assign(score=(df["label"] == classes[0]).astype(float))
     elif ((df["score"] < 0) | (df["score"] > 1)).any():
         raise ValueError("BAER reads probabilities: every score must lie in [0, 1]")
@@ -164,7 +161,7 @@ class BAER(BinaryAggregator):
     Input: `task, worker, score` (P(first class) per run, in [0, 1]) or `task, worker, label`; optional
     `category` (the condition) and several rows per (task, worker) for runs (display orders)."""
 
-    def __init__(self, head: str = "auto", input: str = "score", classes: tuple[str, str] = DEFAULT_CLASSES,
+    def __init__(self, head: str = "auto", input: str = "score", classes: tuple[str, str] | None = None,
                  pseudo_confidence: float = 0.9, seed: int = 0):  # fmt: skip
         self.head, self.input, self.classes = head, input, classes
         self.pseudo_confidence, self.seed = pseudo_confidence, seed
@@ -172,8 +169,8 @@ class BAER(BinaryAggregator):
     def fit(self, df: pd.DataFrame, dev_labels: pd.Series | None = None) -> BAER:
         if self.head not in ("auto", "stacking", "routing"):
             raise ValueError(f"BAER: head must be auto, stacking or routing, got {self.head!r}")
-        classes = tuple(self.classes)
         df = check_frame(df, self.input, "BAER", min_workers=1)
+        classes = resolve_classes(df, self.input, self.classes, "BAER")
         tasks, experts, _, delta, z, zt = evidence(df, self.input, classes)
         category = None
         if "category" in df.columns:
@@ -202,12 +199,10 @@ class BAER(BinaryAggregator):
         from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 
         self.trained_on_ = "pseudo_labels"
-        votes = (
-            df
-            if self.input == "label"
-            else df.assign(label=np.where(df["score"] >= 0.5, classes[0], classes[1]))
-        )
-        votes = votes.loc[(self.input == "label") | (df["score"] != 0.5)]
+        if self.input == "label":
+            votes = df
+        else:  # a probability of exactly .5 is no vote
+            votes = df.assign(label=np.where(df["score"] >= 0.5, classes[0], classes[1]))[df["score"] != 0.5]
         probas = DawidSkene().fit(votes[["task", "worker", "label"]]).probas_.reindex(tasks)
         p = probas[classes[0]].to_numpy() if classes[0] in probas else np.zeros(len(tasks))
         return np.where(

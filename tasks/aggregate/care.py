@@ -44,11 +44,11 @@ import numpy as np
 import pandas as pd
 
 from judgeops.tasks.aggregate._base import (
-    DEFAULT_CLASSES,
     BinaryAggregator,
     check_frame,
     dev_series,
     impute_neutral,
+    resolve_classes,
     standardise,
     symmetric_posterior,
     two_component_posterior,
@@ -101,13 +101,10 @@ def evenness(loadings: np.ndarray) -> float:
     return float(v.sum() ** 2 / (len(v) * (v**2).sum())) if (v**2).sum() > 0 else 0.0
 
 
-def _matrix(df: pd.DataFrame, kind: str, classes: tuple[str, str], name: str) -> pd.DataFrame:
+def _matrix(df: pd.DataFrame, kind: str, classes: tuple | None, name: str) -> tuple[pd.DataFrame, tuple]:
     df = check_frame(df, kind, name, min_workers=3)
-    if kind == "label":
-        extra = sorted(set(df["label"]) - set(classes), key=str)
-        if extra:
-            raise ValueError(f"{name} is a binary method; labels {extra} are not among {list(classes)}")
-    return vote_matrix(df, kind, classes)
+    classes = resolve_classes(df, kind, classes, name)
+    return vote_matrix(df, kind, classes), classes
 
 
 class CareSVD(BinaryAggregator):
@@ -117,15 +114,14 @@ class CareSVD(BinaryAggregator):
 
     def __init__(self, lambdas: tuple[float, ...] = (0.5, 1.0, 2.0), gammas: tuple[float, ...] = (0.5, 2.0),
                  factor: str = "leading", input: str = "score", neutral: float | None = None,
-                 classes: tuple[str, str] = DEFAULT_CLASSES, seed: int = 0):  # fmt: skip
+                 classes: tuple[str, str] | None = None, seed: int = 0):  # fmt: skip
         self.lambdas, self.gammas, self.factor = lambdas, gammas, factor
         self.input, self.neutral, self.classes, self.seed = input, neutral, classes, seed
 
     def fit(self, df: pd.DataFrame, dev_labels: pd.Series | None = None) -> CareSVD:
         if self.factor not in ("leading", "even"):
             raise ValueError(f"CareSVD: factor must be 'leading' or 'even', got {self.factor!r}")
-        classes = tuple(self.classes)
-        matrix = _matrix(df, self.input, classes, "CareSVD")
+        matrix, classes = _matrix(df, self.input, self.classes, "CareSVD")
         raw = impute_neutral(matrix.to_numpy(), self.neutral)
         z, mean, sd = standardise(raw)
         n, p = z.shape
@@ -314,7 +310,7 @@ class CareTensor(BinaryAggregator):
     """
 
     def __init__(self, axis: str = "even", moments: str = "fourth", n_latent: int = 2, input: str = "score",
-                 neutral: float | None = None, classes: tuple[str, str] = DEFAULT_CLASSES, seed: int = 0,
+                 neutral: float | None = None, classes: tuple[str, str] | None = None, seed: int = 0,
                  symmetrise: bool = True):  # fmt: skip
         self.axis, self.moments, self.n_latent, self.input, self.neutral = (
             axis,
@@ -330,8 +326,7 @@ class CareTensor(BinaryAggregator):
             raise ValueError(f"CareTensor: axis must be 'even' or 'leading', got {self.axis!r}")
         if self.moments not in ("fourth", "third"):
             raise ValueError(f"CareTensor: moments must be 'fourth' or 'third', got {self.moments!r}")
-        classes = tuple(self.classes)
-        matrix = _matrix(df, self.input, classes, "CareTensor")
+        matrix, classes = _matrix(df, self.input, self.classes, "CareTensor")
         raw = impute_neutral(matrix.to_numpy(), self.neutral)
         dev = dev_series(dev_labels, classes, matrix.index)
         fit_one = self._fit_fourth if self.moments == "fourth" else self._fit_third

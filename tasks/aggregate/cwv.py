@@ -37,6 +37,8 @@ perturbation at all: then every judge weighs 1 and this is majority vote (`fallb
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -123,7 +125,8 @@ def effective_multiplicity(share: np.ndarray, consensus: np.ndarray) -> np.ndarr
     for cls in (-1.0, 1.0):
         rows = sign == cls
         if rows.sum() > 1:
-            with np.errstate(invalid="ignore"):
+            with warnings.catch_warnings():  # a judge with no vote in this class: NaN residuals, no evidence
+                warnings.simplefilter("ignore", RuntimeWarning)
                 resid[rows] = share[rows] - np.nanmean(share[rows], axis=0)
     rho = pd.DataFrame(resid).corr(min_periods=10).to_numpy()
     rho = np.where(np.isfinite(rho), rho, 0.0)

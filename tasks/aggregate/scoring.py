@@ -1,0 +1,141 @@
+"""Reading a user's vote and truth tables, and scoring a consensus against truth, with no silent failure.
+
+- Labels of any kind compare by one key (`label_key`): booleans as "true"/"false", whole numbers as "0", "1",
+  strings stripped. So 0/1 votes against 0/1 truth work, and 0/1 votes against A/B truth are a label-space
+  error, never an accuracy of 0.
+- A label equal to `tie_label` is a judge's explicit tie: no vote for either side, counted and reported.
+- Truth is checked against the tasks that were voted on: tasks the votes do not know, tasks without truth and
+  duplicated tasks are counted and refused (unless `allow_partial`, which scores only the usable tasks).
+- Accuracy counts a task the method ties (or cannot decide) as wrong; `accuracy_decided` is over the decided
+  tasks only, and `coverage` and `ties` say how many those are, so the two are never confused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judgeops.tasks.aggregate._base import TIE
+
+
+class InputError(ValueError):
+    """A vote or truth table judgeops cannot use; the message names the file and what is wrong."""
+
+
+def read_table(path: str, what: str) -> pd.DataFrame:
+    """A csv or parquet table, or an InputError that names the file in one line."""
+    file = Path(path)
+    if not file.exists():
+        raise InputError(f"{what} file not found: {file}")
+    if file.suffix not in (".csv", ".parquet"):
+        raise InputError(f"{file}: expected a .csv or .parquet file")
+    try:
+        table = pd.read_parquet(file) if file.suffix == ".parquet" else pd.read_csv(file)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{file}: the {what} file is empty") from None
+    except Exception as exc:  # noqa: BLE001 - any reader failure becomes one line naming the file
+        raise InputError(f"{file}: cannot read the {what} file ({type(exc).__name__}: {exc})") from None
+    if table.empty:
+        raise InputError(f"{file}: the {what} file has a header but no rows")
+    return table
+
+
+def label_key(values: pd.Series) -> pd.Series:
+    """Labels as comparable strings: True → "true", 1 / 1.0 → "1", " yes " → "yes"; missing stays missing."""
+
+    def key(v):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return None
+        if isinstance(v, bool | np.bool_):
+            return "true" if v else "false"
+        if isinstance(v, int | np.integer):
+            return str(int(v))
+        if isinstance(v, float | np.floating):
+            return str(int(v)) if float(v).is_integer() else repr(float(v))
+        return str(v).strip()
+
+    return values.map(key).astype(object)
+
+
+def prepare_votes(
+    votes: pd.DataFrame, kind: str, file: str, tie_label: str | None = "tie"
+) -> tuple[pd.DataFrame, int]:
+    """(the usable vote rows with string task ids and keyed labels, the number of explicit tie rows)."""
+    missing = [c for c in ("task", "worker", kind) if c not in votes.columns]
+    if missing:
+        raise InputError(f"{file}: expected columns task, worker, {kind}; missing {missing}")
+    votes = votes.assign(task=votes["task"].astype(str))
+    ties = 0
+    if kind == "label":
+        keyed = label_key(votes["label"])
+        tied = keyed == tie_label if tie_label is not None else pd.Series(False, index=votes.index)
+        ties = int(tied.sum())
+        votes = votes.assign(label=keyed)[~tied]
+    if "run" in votes.columns:
+        votes = votes.assign(run=votes["run"].astype(str))
+    return votes, ties
+
+
+def check_truth(table: pd.DataFrame, tasks: pd.Index, file: str, kind: str = "label",
+                allow_partial: bool = False) -> pd.Series:  # fmt: skip
+    """Truth per task (keyed labels, or scores), checked against the voted tasks."""
+    if "task" not in table.columns or kind not in table.columns:
+        raise InputError(f"{file}: expected columns task, {kind}")
+    table = table.assign(task=table["task"].astype(str))
+    values = label_key(table[kind]) if kind == "label" else pd.to_numeric(table[kind], errors="coerce")
+    truth = pd.Series(values.to_numpy(), index=table["task"].to_numpy()).dropna()
+    duplicated = truth.index[truth.index.duplicated(keep=False)].unique()
+    known = pd.Index(tasks.astype(str))
+    unknown = truth.index.difference(known).unique()
+    missing = known.difference(truth.index)
+    problems = []
+    if len(duplicated):
+        problems.append(f"{len(duplicated)} duplicated tasks (e.g. {list(duplicated[:3])})")
+    if len(unknown):
+        problems.append(f"{len(unknown)} tasks not in the votes (e.g. {list(unknown[:3])})")
+    if len(missing):
+        problems.append(f"{len(missing)} voted tasks without truth (e.g. {list(missing[:3])})")
+    if problems and not allow_partial:
+        raise InputError(
+            f"{file}: " + "; ".join(problems) + " (--allow-partial-truth scores the usable tasks)"
+        )
+    truth = truth[~truth.index.isin(duplicated)]
+    return truth[truth.index.isin(known)]
+
+
+def score_labels(labels: pd.Series, truth: pd.Series, label_space: list, file: str) -> dict:
+    """accuracy (ties and undecided count wrong), accuracy_decided, coverage, ties, n — or an InputError when
+    the truth's labels are not labels the votes use."""
+    outside = sorted(set(truth.unique()) - set(label_space), key=str)
+    if outside:
+        raise InputError(
+            f"{file}: truth labels {outside[:5]} are not labels the votes use ({sorted(label_space, key=str)[:5]}); "
+            "the two files must name the classes the same way"
+        )
+    pred = label_key(labels).reindex(truth.index)
+    decided = pred.notna() & (pred != TIE)
+    right = (pred == truth) & decided
+    n = len(truth)
+    return {
+        "n": n,
+        "accuracy": float(right.mean()) if n else float("nan"),
+        "accuracy_decided": float(right[decided].mean()) if decided.any() else float("nan"),
+        "coverage": float(decided.mean()) if n else float("nan"),
+        "ties": int((pred == TIE).sum()),
+        "undecided": int(pred.isna().sum()),
+    }
+
+
+def score_scores(scores: pd.Series, truth: pd.Series) -> dict:
+    from scipy.stats import kendalltau
+
+    pred = scores.reindex(truth.index)
+    answered = pred.notna()
+    return {
+        "n": len(truth),
+        "mae": float((pred[answered] - truth[answered]).abs().mean()),
+        "kendall_tau": float(kendalltau(pred[answered], truth[answered]).statistic),
+        "coverage": float(answered.mean()),
+    }
