@@ -12,6 +12,7 @@ signals + auto on 24 judges × 5,000 tasks × 2 orders. Pin to two cores (`tasks
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from collections import Counter
@@ -27,7 +28,11 @@ from judgeops.tasks.aggregate.synthetic import REGIMES, make_panel
 warnings.filterwarnings("ignore", category=UserWarning)
 PANEL6 = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmbar" / "natural_vanilla_panel6.csv"
 LABELS = {r: f"({n}) {r}" for n, r in zip(["i", "ii", "iii", "iv", "v", "vi", "vii"], REGIMES, strict=True)}
-METHODS = {"MV": "mv", "DS": "dawid_skene", "CWV": "cwv", "DS-position": "ds_position", "auto": "auto"}
+METHODS = {"MV": "mv", "AVG": "avg", "DS": "dawid_skene", "WS": "ws", "UWS": "uws", "CARE-SVD": "care_svd",
+           "CARE-Tensor": "care_tensor", "WMV": "wmv", "BAER": "baer", "CWV": "cwv", "DS-position": "ds_position",
+           "auto": "auto"}  # fmt: skip
+SCORE_REGIMES = ("independent", "clique", "confounder_follows_quality", "confounder_independent")
+SCORED = ["AVG", "UWS", "CARE-SVD", "CARE-Tensor", "DS", "auto"]
 RUN_COLUMNS = ["run", "shown_first", "item"]
 
 
@@ -41,33 +46,62 @@ def best_single(votes: pd.DataFrame, truth: pd.Series) -> float:
 
 
 def fit(method: str, votes: pd.DataFrame):
-    cols = ["task", "worker", "label"] + [c for c in RUN_COLUMNS if c in votes.columns]
-    return get_aggregator(method).fit(votes[cols])
+    """Score methods read scores (P(A) per run; 1/0 from the label where a panel has none); BAER reads the
+    votes per run, as in bench/aggregate.py; the rest read labels and the run columns."""
+    if "score" not in votes.columns:
+        votes = votes.assign(score=(votes["label"] == "A").astype(float))
+    kind = "score" if method in ("avg", "uws", "care_svd", "care_tensor") else "label"
+    cols = ["task", "worker", kind] + [c for c in RUN_COLUMNS if c in votes.columns]
+    params = {"input": "label"} if method == "baer" else {}
+    return get_aggregator(method, **params).fit(votes[cols])
+
+
+def rank_and_error(est, truth: pd.Series) -> tuple[float, float]:
+    """Kendall τ-b of the consensus P(A) with the truth, and its mean absolute error against 1{truth = A}."""
+    from scipy.stats import kendalltau
+
+    p = est.probas_["A"].reindex(truth.index).fillna(0.5).to_numpy()
+    y = (truth == "A").to_numpy(dtype=float)
+    return float(kendalltau(p, y).statistic), float(np.abs(p - y).mean())
 
 
 def families(seeds: int, tasks: int) -> list[str]:
     cols = list(METHODS)
     lines = ["| regime family | best single judge | " + " | ".join(cols) + " | auto − MV | auto chose |",
              "|---" * (len(cols) + 4) + "|"]  # fmt: skip
+    ranks = ["", "Score panels: Kendall τ-b of each consensus P(A) with the truth / MAE of P(A) against it "
+             "(mean over the same draws):", "", "| regime family | " + " | ".join(SCORED) + " |",
+             "|---" * (len(SCORED) + 1) + "|"]  # fmt: skip
     for regime in REGIMES:
         acc: dict[str, list[float]] = {c: [] for c in ["best", *cols]}
+        tau: dict[str, list[tuple[float, float]]] = {c: [] for c in SCORED}
         chose: Counter = Counter()
         for seed in range(seeds):
             panel = make_panel(regime, n_tasks=tasks, seed=seed, family=True)
             acc["best"].append(best_single(panel.votes, panel.truth))
             for col, method in METHODS.items():
-                est = fit(method, panel.votes)
+                try:
+                    est = fit(method, panel.votes)
+                except ValueError:  # a method that cannot fit this draw scores as chance, and is counted
+                    acc[col].append(0.5)
+                    continue
                 acc[col].append(accuracy(est.labels_, panel.truth))
+                if regime in SCORE_REGIMES and col in SCORED:
+                    tau[col].append(rank_and_error(est, panel.truth))
                 if method == "auto":
                     chose[est.choice_] += 1
+        if regime in SCORE_REGIMES:
+            ranks.append(f"| {LABELS[regime]} | " + " | ".join(
+                f"{np.mean([t for t, _ in tau[c]]):.3f} / {np.mean([m for _, m in tau[c]]):.3f}" for c in SCORED
+            ) + " |")  # fmt: skip
         gap = np.array(acc["auto"]) - np.array(acc["MV"])
         lines.append(
             f"| {LABELS[regime]} | {np.mean(acc['best']):.3f} ± {np.std(acc['best']):.3f} | "
             + " | ".join(f"{np.mean(acc[c]):.3f} ± {np.std(acc[c]):.3f}" for c in cols)
             + f" | {100 * gap.mean():+.1f} pts | {', '.join(f'{k} {v}' for k, v in chose.most_common())} |"
         )
-        print(lines[-1], flush=True)
-    return lines
+        print(lines[-1], file=sys.stderr, flush=True)  # progress
+    return lines + ranks
 
 
 def llmbar() -> list[str]:
@@ -133,8 +167,8 @@ def main() -> None:
     print(
         f"Command: `taskset -c 0,1 python bench/consistency.py --seeds {args.seeds} --tasks {args.tasks}`\n"
     )
-    for block in (speed(), llmbar(), families(args.seeds, args.tasks)):
-        print("\n".join(block) + "\n", flush=True)
+    for make in (speed, llmbar, lambda: families(args.seeds, args.tasks)):
+        print("\n".join(make()) + "\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -405,6 +405,69 @@ def cmd_aggregate(args) -> int:
     return 0
 
 
+def cmd_audit_propose(args) -> int:
+    """The k tasks whose labels would inform the consensus most, as a csv for an auditor to fill."""
+    from judgeops.tasks.aggregate import audit, scoring
+
+    try:
+        votes, _ = scoring.prepare_votes(scoring.read_table(args.votes, "votes"), "label", args.votes)
+        proposal = audit.propose(votes, args.k, args.method, args.by, args.strategy, args.seed)
+    except (scoring.InputError, ValueError) as exc:
+        _error(f"judgeops audit propose: {exc}")
+        return 2
+    proposal.to_csv(args.out, index=False)
+    print(f"proposed {len(proposal)} of {votes['task'].nunique()} tasks to audit ({args.strategy} selection) "
+          f"in {args.out}: fill the `label` column and run `judgeops audit apply {args.votes} --labels {args.out}`")  # fmt: skip
+    return 0
+
+
+def cmd_audit_apply(args) -> int:
+    """The consensus refitted with the audited labels: the head chosen by leave-one-out on the audit."""
+    from judgeops.tasks.aggregate import audit, scoring
+
+    try:
+        votes, _ = scoring.prepare_votes(scoring.read_table(args.votes, "votes"), "label", args.votes)
+        table = scoring.read_table(args.labels, "audit labels")
+        if not {"task", "label"} <= set(table.columns):
+            raise scoring.InputError(f"{args.labels}: expected columns task, label (and weight from propose)")
+        table = table.assign(task=table["task"].astype(str), label=scoring.label_key(table["label"]))
+        filled = table.dropna(subset=["label"])
+        filled = filled[filled["label"].str.strip() != ""].set_index("task")
+        if filled.empty:
+            raise scoring.InputError(f"{args.labels}: no label is filled in")
+        weights = filled["weight"] if "weight" in filled.columns else None
+        result = audit.refit(votes, filled["label"], weights, args.method)
+        truth = None
+        if args.truth:
+            tasks = result["labels"].index
+            truth = scoring.check_truth(scoring.read_table(args.truth, "truth"), tasks, args.truth,
+                                        allow_partial=args.allow_partial_truth)  # fmt: skip
+    except (scoring.InputError, ValueError) as exc:
+        _error(f"judgeops audit apply: {exc}")
+        return 2
+    out = result["labels"].rename("label").rename_axis("task").reset_index()
+    if args.out:
+        (out.to_parquet if args.out.endswith(".parquet") else out.to_csv)(args.out, index=False)
+    summary = {"n_labels": result["n_labels"], "head": result["head"], "audit_accuracy": result["scores"]}
+    if truth is not None:
+        space = sorted(set(votes["label"].dropna()), key=str)
+        summary["scored"] = scoring.score_labels(result["labels"], truth, space, args.truth)
+    if args.json:
+        print(json.dumps(summary, default=float))
+        return 0
+    print(f"{result['n_labels']} audited labels; head taken: {result['head']}")
+    for head, score in result["scores"].items():
+        print(
+            f"  {head}: weighted accuracy on the audit {score:.3f}"
+            + (" (leave-one-out)" if head != "label_free" else "")
+        )
+    if args.out:
+        print(f"wrote {len(out)} predictions to {args.out}")
+    if truth is not None:
+        print(f"accuracy: {summary['scored']['accuracy']:.4f} (audited tasks keep their labels)")
+    return 0
+
+
 def cmd_simulate_drift(args) -> int:
     """The capability-bias paper's 12-week drift simulation: per-week table, summary and a Figure-4 PNG."""
     from judgeops.tasks.drift.simulate import Setup, figure, run, summary
@@ -667,6 +730,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="an estimator parameter, e.g. --param axis=leading",
     )
     agg.set_defaults(fn=cmd_aggregate)
+
+    aud = sub.add_parser(
+        "audit", help="a few labels, chosen well: propose tasks to audit, then refit with them"
+    )
+    aud_sub = aud.add_subparsers(dest="audit_command", required=True)
+    prop = aud_sub.add_parser("propose", help="the k tasks whose labels would most reduce the uncertainty")
+    prop.add_argument(
+        "votes", help="task, worker, label (and run, shown_first, item when the panel has them)"
+    )
+    prop.add_argument("--k", type=int, required=True, help="how many tasks you can audit")
+    prop.add_argument("--by", help="a column of the votes to spread the audit over (e.g. error_type)")
+    prop.add_argument("--strategy", default="stratified", choices=["stratified", "random"],
+                      help="stratified (default): uncertain tasks sampled more, with weights; random: uniform")  # fmt: skip
+    prop.add_argument("--method", default="auto", help="the label-free consensus whose uncertainty is used")
+    prop.add_argument("--seed", type=int, default=0)
+    prop.add_argument("--out", default="audit.csv", help="the csv to fill in (default audit.csv)")
+    prop.set_defaults(fn=cmd_audit_propose)
+    app = aud_sub.add_parser("apply", help="refit the consensus with the audited labels")
+    app.add_argument("votes", help="the same votes file")
+    app.add_argument("--labels", required=True, help="the filled audit csv (task, label, weight)")
+    app.add_argument("--method", default="auto", help="the label-free consensus among the candidates")
+    app.add_argument("--truth", help="task, label: prints accuracy over every task")
+    app.add_argument("--allow-partial-truth", action="store_true")
+    app.add_argument("--out", help="write the predictions here (.csv or .parquet)")
+    app.add_argument("--json", action="store_true", help="print one JSON summary")
+    app.set_defaults(fn=cmd_audit_apply)
 
     drift = sub.add_parser("simulate-drift", help="the 12-week drift simulation of the capability-bias paper")
     drift.add_argument("--weeks", type=int, default=12)

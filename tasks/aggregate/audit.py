@@ -1,0 +1,199 @@
+"""A few labels, chosen well: which k tasks to audit, and the consensus refitted with their labels.
+
+Votes alone cannot tell a consensus from its mirror image (a panel whose majority is fooled looks exactly
+like one whose majority is right), and they cannot weigh a clique against an independent strong judge. A
+handful of labels can. This module spends them where they inform most, and uses them twice: to fit the
+semi-supervised heads, and to choose among them honestly.
+
+propose(votes, k)
+    Fits the label-free consensus (`auto` by default), scores each task's uncertainty (posterior entropy;
+    the panel's disagreement, the share of the minority's votes, breaks ties), and draws the k tasks by
+    stratified sampling: strata are the quartiles of uncertainty (within each condition of `by`, e.g. error
+    type, so no condition goes unaudited), and each stratum gets a share of k in proportion to its size ×
+    its mean uncertainty (plus a floor), so uncertain tasks — where the judges differ and a label says
+    which ones to trust — are sampled more, and confident ones still some. Each audited task carries a
+    weight, its stratum's size over its sample: weighted, the audit is representative of the whole panel.
+    That matters: an audit of only the most uncertain tasks makes every method look worse than it is and
+    trains the heads on a sample unlike the rest (measured: below the label-free consensus on most
+    regimes). strategy="random" takes a simple random sample (weight n/k), the learning curve's baseline.
+
+refit(votes, labels, weights)
+    The candidates: the label-free consensus (which never saw the labels), the calibrated weighted majority
+    vote with the labelled audit (log-odds rule; each judge's accuracy from a Beta prior and its weighted
+    agreement with the audited labels), and a sign-symmetric logistic stacking of the judges' votes (BAER's
+    stacking head: no intercept, trained on {(φ, y), (−φ, −y)}, so swapping the candidates flips the
+    decision), trained with the audit weights. Each labelled head is scored by weighted leave-one-out
+    accuracy on the audited tasks (refitted without the task it predicts); the label-free consensus by its
+    weighted accuracy on them. The best wins; a tie goes to the simpler (label-free, then WMV). The audited
+    tasks keep their audited labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+
+from judgeops.tasks.aggregate._base import binary_classes, check_frame
+
+HEADS = ("label_free", "wmv_audited", "stacking")
+
+
+def _consensus(votes: pd.DataFrame, method: str):
+    from judgeops.tasks.aggregate import get_aggregator
+
+    cols = ["task", "worker", "label"] + [c for c in ("run", "shown_first", "item") if c in votes.columns]
+    return get_aggregator(method).fit(votes[cols])
+
+
+def uncertainty(votes: pd.DataFrame, method: str = "auto") -> pd.DataFrame:
+    """Per task: the consensus label, its posterior, the posterior's entropy (bits) and the minority share."""
+    df = check_frame(votes, "label", "audit")
+    est = _consensus(df, method)
+    p = est.probas_.max(axis=1).clip(1e-12, 1.0)
+    q = (1 - p).clip(1e-12, 1.0)
+    entropy = -(p * np.log2(p) + q * np.log2(q))
+    counts = df.groupby(["task", "label"]).size().unstack(fill_value=0)
+    minority = 1 - counts.max(axis=1) / counts.sum(axis=1)
+    return pd.DataFrame({"consensus": est.labels_, "posterior": p, "entropy": entropy,
+                         "disagreement": minority.reindex(p.index)})  # fmt: skip
+
+
+def propose(votes: pd.DataFrame, k: int, method: str = "auto", by: str | None = None,
+            strategy: str = "stratified", seed: int = 0, n_strata: int = 4) -> pd.DataFrame:  # fmt: skip
+    """The k tasks to audit: task, [by], consensus, posterior, entropy, disagreement, weight, and an empty
+    `label` for the auditor to fill."""
+    if strategy not in ("stratified", "random"):
+        raise ValueError(f"audit: strategy must be 'stratified' or 'random', got {strategy!r}")
+    if k < 1:
+        raise ValueError(f"audit: k must be at least 1, got {k}")
+    table = uncertainty(votes, method)
+    if by is not None:
+        if by not in votes.columns:
+            raise ValueError(f"audit: no column {by!r} in the votes to stratify by")
+        table[by] = votes.groupby("task")[by].first().reindex(table.index).astype(str)
+    rng = np.random.default_rng(seed)
+    k = min(k, len(table))
+    if strategy == "random":
+        chosen = table.iloc[rng.choice(len(table), k, replace=False)].assign(weight=len(table) / k)
+    else:
+        order = np.lexsort((table["disagreement"].to_numpy(), table["entropy"].to_numpy()))
+        rank = np.empty(len(table))
+        rank[order] = (np.arange(len(table)) + 1) / len(table)
+        level = pd.Series(
+            np.minimum((rank * n_strata).astype(int), n_strata - 1).astype(str), index=table.index
+        )
+        stratum = (table[by] + "|" + level) if by is not None else level
+        sizes = stratum.value_counts()
+        need = table.groupby(stratum)["entropy"].mean().reindex(sizes.index) + 0.05
+        slots = _allocate(sizes * need, k, sizes)
+        parts = []
+        for name, n in slots.items():
+            members = table.index[(stratum == name).to_numpy()]
+            if n > 0:
+                picked = rng.choice(len(members), int(n), replace=False)
+                parts.append(table.loc[members[picked]].assign(weight=len(members) / int(n)))
+        chosen = pd.concat(parts)
+    out = chosen.rename_axis("task").reset_index()
+    out["label"] = ""
+    return out
+
+
+def _allocate(priority: pd.Series, k: int, sizes: pd.Series) -> pd.Series:
+    """k slots over strata in proportion to `priority`, by largest remainder; every stratum at least one
+    while k allows, none more than it has."""
+    slots = pd.Series(0, index=priority.index)
+    if k >= len(priority):
+        slots[:] = 1
+    for _ in range(3):  # later passes give away what full strata could not take
+        remaining = k - int(slots.sum())
+        room = sizes - slots
+        share = priority.where(room > 0, 0.0)
+        if remaining <= 0 or share.sum() == 0:
+            break
+        share = share / share.sum() * remaining
+        add = np.minimum(np.floor(share).astype(int), room)
+        for name in (share - add).sort_values(ascending=False).index[: remaining - int(add.sum())]:
+            if add[name] < room[name]:
+                add[name] += 1
+        slots += add
+    return slots
+
+
+def _features(votes: pd.DataFrame, classes: tuple) -> pd.DataFrame:
+    """Tasks × judges: each judge's mean vote in [−1, 1] (+1 = the first class; 0 = no vote)."""
+    sign = np.where(votes["label"] == classes[0], 1.0, -1.0)
+    return (
+        votes.assign(sign=sign)
+        .pivot_table(index="task", columns="worker", values="sign", aggfunc="mean")
+        .fillna(0.0)
+    )
+
+
+def _stacking(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float = 1.0) -> LogisticRegression:
+    """Weighted logistic regression without intercept on the sign-augmented set: odd in the votes."""
+    model = LogisticRegression(C=c, fit_intercept=False, max_iter=1000)
+    return model.fit(np.vstack([x, -x]), np.concatenate([y, -y]), sample_weight=np.concatenate([w, w]))
+
+
+def _wmv_scores(
+    x_train: np.ndarray, y: np.ndarray, w: np.ndarray, x: np.ndarray, prior: float = 2.0
+) -> np.ndarray:
+    """Log-odds WMV, each judge's accuracy from a Beta(prior, prior) around ½ and its weighted agreement with
+    the audit (one symmetric accuracy per judge: with few labels, FPR and FNR apart would be noise). The
+    weights are rescaled to sum to the number of labels, so the prior keeps its strength."""
+    w = w * len(w) / w.sum()
+    agree = ((x_train * y[:, None] > 0) * w[:, None]).sum(axis=0)
+    voted = ((x_train != 0) * w[:, None]).sum(axis=0)
+    acc = (agree + prior) / (voted + 2 * prior)
+    return x @ np.log(acc / (1 - acc))
+
+
+def _head_scores(head: str, x_lab: np.ndarray, y: np.ndarray, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    if head == "wmv_audited":
+        return _wmv_scores(x_lab, y, w, x)
+    return _stacking(x_lab, y, w).decision_function(x)
+
+
+def refit(votes: pd.DataFrame, labels: pd.Series, weights: pd.Series | None = None, method: str = "auto",
+          min_labels: int = 4) -> dict:  # fmt: skip
+    """{"labels": task → label, "head": the head taken, "scores": head → weighted accuracy on the audit
+    (leave-one-out for the labelled heads), "n_labels": how many audited labels were usable}."""
+    df = check_frame(votes, "label", "audit")
+    classes = binary_classes(df["label"], None, "audit")
+    base = _consensus(df, method)
+    x_frame = _features(df, classes)
+    labels = pd.Series(labels).dropna()
+    labels = labels[labels.astype(str).str.strip() != ""]
+    unknown = sorted(set(labels.unique()) - set(classes), key=str)
+    if unknown:
+        raise ValueError(f"audit labels {unknown[:5]} are not labels the votes use ({list(classes)})")
+    labels = labels[labels.index.isin(x_frame.index)]
+    w = np.ones(len(labels))
+    if weights is not None:
+        w = pd.Series(weights).reindex(labels.index).fillna(1.0).to_numpy(dtype=float)
+    y = np.where(labels.to_numpy() == classes[0], 1.0, -1.0)
+    x_lab, x_all = x_frame.loc[labels.index].to_numpy(), x_frame.to_numpy()
+    right = (base.labels_.reindex(labels.index) == labels).to_numpy(dtype=float)
+    scores = {"label_free": float(np.average(right, weights=w)) if len(labels) else np.nan}
+    predictions = {"label_free": base.labels_.reindex(x_frame.index).astype(object)}
+    if len(labels) >= min_labels and len(np.unique(y)) == 2:
+        for head in HEADS[1:]:
+            hits = np.full(len(y), np.nan)
+            for i in range(len(y)):  # leave-one-out: the head never sees the task it is scored on
+                keep = np.arange(len(y)) != i
+                if len(np.unique(y[keep])) == 2:
+                    hits[i] = (
+                        np.sign(_head_scores(head, x_lab[keep], y[keep], w[keep], x_lab[i : i + 1]))[0]
+                        == y[i]
+                    )
+            ok = ~np.isnan(hits)
+            scores[head] = float(np.average(hits[ok], weights=w[ok])) if ok.any() else np.nan
+            s = _head_scores(head, x_lab, y, w, x_all)
+            predictions[head] = pd.Series(np.where(s > 0, classes[0], np.where(s < 0, classes[1], "tie")),
+                                          index=x_frame.index, dtype=object)  # fmt: skip
+    usable = [h for h in HEADS if h in predictions and not np.isnan(scores.get(h, np.nan))]
+    head = max(usable, key=lambda h: (round(scores[h], 9), -HEADS.index(h)), default="label_free")
+    final = predictions[head].copy()
+    final.loc[labels.index] = labels.to_numpy()
+    return {"labels": final, "head": head, "scores": scores, "n_labels": int(len(labels))}

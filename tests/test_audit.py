@@ -1,0 +1,116 @@
+"""The few-labels audit: what it proposes, what a refit with the labels gives on regimes with known truth,
+and the user's path through `judgeops audit propose / apply` and the `audit` flow on a real Prefect server."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from judgeops.cli import main
+from judgeops.tasks.aggregate import audit, get_aggregator
+from judgeops.tasks.aggregate.synthetic import make_panel
+
+warnings.filterwarnings("ignore", category=UserWarning)
+
+
+def accuracy(labels: pd.Series, truth: pd.Series) -> float:
+    return float((labels.reindex(truth.index) == truth).mean())
+
+
+def best_single(panel) -> float:
+    joined = panel.votes.merge(panel.truth.rename("truth"), left_on="task", right_index=True)
+    return float((joined["label"] == joined["truth"]).groupby(joined["worker"]).mean().max())
+
+
+def test_the_proposal_is_stratified_weighted_and_reproducible():
+    panel = make_panel("independent", n_tasks=800, seed=2)
+    votes = panel.votes.assign(domain=panel.votes["task"] % 3)
+    one = audit.propose(votes, 40, by="domain", seed=7)
+    assert len(one) == 40 and one["task"].is_unique and (one["label"] == "").all()
+    assert set(one["domain"]) == {"0", "1", "2"}  # every condition audited
+    # weighted, the sample stands for the whole panel: weights sum to the number of tasks
+    assert one["weight"].sum() == pytest.approx(votes["task"].nunique(), rel=0.01)
+    # uncertain tasks are sampled more often than their share
+    everything = audit.uncertainty(votes)
+    assert one["entropy"].mean() > everything["entropy"].mean()
+    pd.testing.assert_frame_equal(one, audit.propose(votes, 40, by="domain", seed=7))
+    rand = audit.propose(votes, 40, strategy="random", seed=7)
+    assert len(rand) == 40 and rand["weight"].nunique() == 1
+
+
+def test_fifty_labels_break_the_mirror_of_a_below_chance_panel():
+    """(v): every vote-only method takes the wrong side (auto keeps MV at 0.36); 50 labels (4 %) settle it."""
+    panel = make_panel("below_chance_order", n_tasks=1200, seed=4)
+    free = accuracy(get_aggregator("auto").fit_predict(panel.votes), panel.truth)
+    proposal = audit.propose(panel.votes, 50, seed=0).set_index("task")
+    result = audit.refit(panel.votes, panel.truth.reindex(proposal.index), proposal["weight"])
+    assert free < 0.5
+    assert result["head"] in ("wmv_audited", "stacking") and result["n_labels"] == 50
+    assert accuracy(result["labels"], panel.truth) >= best_single(panel)  # measured 0.83 vs 0.73
+
+
+def test_where_the_label_free_consensus_is_right_the_labels_keep_it():
+    panel = make_panel("adversarial_surface", n_tasks=900, seed=1)
+    proposal = audit.propose(panel.votes, 20, seed=0).set_index("task")
+    result = audit.refit(panel.votes, panel.truth.reindex(proposal.index), proposal["weight"])
+    assert accuracy(result["labels"], panel.truth) > 0.98
+
+
+def test_labels_the_votes_do_not_use_are_refused():
+    panel = make_panel("independent", n_tasks=200, seed=0)
+    with pytest.raises(ValueError, match="not labels the votes use"):
+        audit.refit(panel.votes, pd.Series({0: "yes", 1: "no"}))
+
+
+def test_the_cli_round_trip_as_a_user_runs_it(tmp_path, capsys):
+    panel = make_panel("below_chance_order", n_tasks=600, seed=5)
+    votes, truth, proposal = tmp_path / "votes.csv", tmp_path / "truth.csv", tmp_path / "audit.csv"
+    panel.votes[["task", "worker", "label", "run"]].to_csv(votes, index=False)
+    panel.truth.rename_axis("task").reset_index().to_csv(truth, index=False)
+    assert main(["audit", "propose", str(votes), "--k", "30", "--out", str(proposal)]) == 0
+    assert "proposed 30 of 600 tasks" in capsys.readouterr().out
+    filled = pd.read_csv(proposal)
+    filled["label"] = filled["task"].map(panel.truth)
+    filled.loc[:4, "label"] = np.nan  # an auditor who skipped five
+    filled.to_csv(proposal, index=False)
+    out = tmp_path / "pred.csv"
+    assert (
+        main(
+            [
+                "audit",
+                "apply",
+                str(votes),
+                "--labels",
+                str(proposal),
+                "--truth",
+                str(truth),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "25 audited labels" in printed and "accuracy:" in printed
+    assert len(pd.read_csv(out)) == 600
+    pd.DataFrame({"task": [1], "label": [""]}).to_csv(proposal, index=False)
+    assert main(["audit", "apply", str(votes), "--labels", str(proposal)]) == 2
+    assert "no label is filled in" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_audit_flow_on_a_real_prefect_server(prefect_server, tmp_path):
+    from judgeops.flows.audit import audit_flow
+
+    panel = make_panel("below_chance_order", n_tasks=400, seed=6)
+    votes, proposal, pred = tmp_path / "votes.csv", tmp_path / "audit.csv", tmp_path / "pred.csv"
+    panel.votes[["task", "worker", "label", "run"]].to_csv(votes, index=False)
+    assert audit_flow(str(votes), k=30, out=str(proposal))["proposed"] == 30
+    filled = pd.read_csv(proposal)
+    filled["label"] = filled["task"].map(panel.truth)
+    filled.to_csv(proposal, index=False)
+    result = audit_flow(str(votes), labels=str(proposal), out=str(pred))
+    assert result["n_labels"] == 30 and len(pd.read_csv(pred)) == 400
