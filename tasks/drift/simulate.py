@@ -16,6 +16,12 @@ Estimators, week by week (each starts from the previous week's state):
 - oracle: the week's true effective rates.
 Reported per week: the mean absolute FPR (and FNR) estimation error over judges, and accuracy of the mean
 single judge, unweighted MV, weighted MV with each estimator, and oracle WMV (both rules of wmv.py).
+
+Where the disagreement estimator's error comes from (issue 14; BENCHMARKS.md, "Drift"): two more columns
+split it. `fpr_error_floor` is the error of the judges' *labelled* counts on the same items, carried with the
+same decay — what any estimator that sees this many items pays in binomial noise against the population rate
+(√(FPR(1 − FPR)/n_negatives), with 9–26 wrong answers a week at 40 items). `fpr_error_disagreement_in_sample`
+compares the disagreement estimate with those labelled counts: the proxy's own bias, without the noise.
 """
 
 from __future__ import annotations
@@ -95,6 +101,7 @@ def simulate(setup: Setup, seed: int) -> pd.DataFrame:
     pooled = np.zeros((len(judges), 2, 2))  # bayesian: all audited items so far
     by_bin = {b: np.zeros((len(judges), 2, 2)) for b in BINS}  # stratified
     proxy = np.zeros((len(judges), 2, 2))  # disagreement
+    realized = np.zeros((len(judges), 2, 2))  # the same items' true counts, same decay: the noise floor
     rows = []
     for week in range(setup.weeks):
         votes, truth, bins = draw_week(setup, week, rng)
@@ -105,6 +112,7 @@ def simulate(setup: Setup, seed: int) -> pd.DataFrame:
             idx = audit[bins[audit] == b]
             by_bin[b] += error_counts(x[idx], truth[idx])
         proxy = setup.decay * proxy + error_counts(x, loo_majority(x))
+        realized = setup.decay * realized + error_counts(x, truth)
         mix = {b: float(np.mean(bins == b)) for b in BINS}
         truth_rates = true_rates(setup, week)
         estimates = {
@@ -114,6 +122,11 @@ def simulate(setup: Setup, seed: int) -> pd.DataFrame:
             "oracle": truth_rates[["fpr", "fnr"]].to_numpy(),
         }
         row = {"seed": seed, "week": week + 1, "hard_share": hard_share(setup, week)}
+        in_sample = realized[:, 0, 0] / np.maximum(realized[:, 0].sum(-1), 1e-12)
+        row["fpr_error_floor"] = float(np.abs(in_sample - truth_rates["fpr"].to_numpy()).mean())
+        row["fpr_error_disagreement_in_sample"] = float(
+            np.abs(estimates["disagreement"][:, 0] - in_sample).mean()
+        )
         row["acc_mean_judge"] = float(np.mean((2 * x - 1) == truth[:, None]))
         mv = np.sign(np.sum(2 * x - 1, axis=1))
         row["acc_mv"] = float(np.mean(mv == truth))  # an exact tie (even panels) counts as wrong
