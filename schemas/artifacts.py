@@ -236,10 +236,12 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("choice", _STR),
                 pa.field("reason", _STR),
                 pa.field("evidence", _STR),
+                pa.field("fallbacks", _STR),
             ),
             ("method",),
             "per aggregation method: label-free agreement with majority vote and with auto's consensus, a "
-            "warning when its check fails; auto's row names the method it chose, why, and the evidence (JSON)",
+            "warning when its check fails; auto's row names the method it chose, why, and the evidence (JSON); "
+            "fallbacks: what a fit did instead when a numerical step failed",
         ),
         ArtifactSchema(
             "profiles",

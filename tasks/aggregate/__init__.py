@@ -251,8 +251,12 @@ def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> p
             est = fitted["auto"]
             choice, reason = est.choice_, est.reason_
             evidence = json.dumps(est.evidence_, sort_keys=True, default=float)
+        fallbacks = "; ".join(getattr(fitted.get(method), "fallbacks_", None) or [])
+        if fallbacks:
+            log.warning("aggregate: %s fell back: %s", method, fallbacks)
         rows.append({"method": method, "agreement_with_mv": mv, "agreement_with_auto": auto,
-                     "warning": warning, "choice": choice, "reason": reason, "evidence": evidence})  # fmt: skip
+                     "warning": warning, "choice": choice, "reason": reason, "evidence": evidence,
+                     "fallbacks": fallbacks})  # fmt: skip
     return pd.DataFrame(rows, columns=NOTE_COLUMNS)
 
 

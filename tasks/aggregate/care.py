@@ -58,15 +58,17 @@ from judgeops.tasks.aggregate._base import (
 
 def sparse_low_rank(
     sigma: np.ndarray, alpha: float, beta: float, mu: float = 3.0, n_iter: int = 1000, tol: float = 1e-5,
-    start: tuple[np.ndarray, ...] | None = None,
+    start: tuple[np.ndarray, ...] | None = None, info: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """ADMM for min −log det R + tr(ΣR) + α‖S‖₁,off + β tr L  s.t.  R = S − L, L ⪰ 0 (Ma, Xue & Zou 2013).
 
-    Returns (R, S, L, Λ); pass them back as `start` to warm-start a nearby problem."""
+    Returns (R, S, L, Λ); pass them back as `start` to warm-start a nearby problem. `info`, if given, gets
+    `converged` and `iterations`."""
     p = len(sigma)
     R, S, L, lam = start if start is not None else (np.eye(p), np.eye(p), np.zeros((p, p)), np.zeros((p, p)))
     off = ~np.eye(p, dtype=bool)
-    for _ in range(n_iter):
+    iterations = 0
+    for iterations in range(1, n_iter + 1):  # noqa: B007 - reported in `info`
         a, u = np.linalg.eigh(S - L + mu * lam - mu * sigma)
         R = (u * ((a + np.sqrt(a * a + 4 * mu)) / 2)) @ u.T
         b = R + L - mu * lam
@@ -79,6 +81,10 @@ def sparse_low_rank(
         S, L = S_new, L_new
         if primal < tol and dual < tol * max(1.0, np.linalg.norm(S)):
             break
+    if info is not None:
+        info.update(
+            converged=bool(primal < tol and dual < tol * max(1.0, np.linalg.norm(S))), iterations=iterations
+        )
     return R, S, L, lam
 
 
@@ -109,6 +115,7 @@ def _matrix(df: pd.DataFrame, kind: str, classes: tuple | None, name: str) -> tu
 
 class CareSVD(BinaryAggregator):
     """Fitted: `S_`, `L_` (sparse and low-rank parts of the judges' precision), `lambda_`, `gamma_`,
+    `fallbacks_` (what did not go as planned: an ADMM stopped early, an empty low-rank part),
     `weights_` (per judge, on standardised scores), `factor_` (which eigenvector of L̂ is quality),
     `scores_`, `probas_`, `labels_`."""
 
@@ -128,14 +135,19 @@ class CareSVD(BinaryAggregator):
         dev = dev_series(dev_labels, classes, matrix.index)
         rate = np.sqrt(np.log(p) / n)
         grid = [(lam * rate, gam) for lam in self.lambdas for gam in self.gammas]
+        self._notes = []
         if dev is None:
             scored = self._by_heldout_likelihood(z, grid)
         else:
             scored = self._by_dev_accuracy(z, grid, dev)
         (lam, gam), (R, S, L, _), factor = scored
         self.lambda_, self.gamma_, self.S_, self.L_ = lam, gam, S, L
+        self.fallbacks_ = list(self._notes)
         vals, vecs = _factors(L)
         if vecs.shape[1] == 0:  # λ removed every latent: fall back to the leading axis of the correlation
+            self.fallbacks_.append(
+                "the low-rank part is empty at the chosen λ: the correlation's leading axis"
+            )
             vecs = np.linalg.eigh(z.T @ z / n)[1][:, ::-1]
             vecs = vecs * np.where(vecs.sum(axis=0) >= 0, 1.0, -1.0)
         if factor is None:
@@ -171,7 +183,10 @@ class CareSVD(BinaryAggregator):
                 ll += _gaussian_loglik(fit[0], sigma[1 - k])
             if ll > best_ll:
                 best, best_ll = (lam, gam), ll
-        full = sparse_low_rank(z.T @ z / len(z), best[0] * best[1], best[0])
+        info: dict = {}
+        full = sparse_low_rank(z.T @ z / len(z), best[0] * best[1], best[0], info=info)
+        if not info["converged"]:
+            self._notes.append(f"ADMM stopped after {info['iterations']} iterations before its tolerance")
         return best, full, None
 
     def _by_dev_accuracy(self, z: np.ndarray, grid: list, dev: pd.Series) -> tuple:
@@ -269,7 +284,9 @@ def _halves(rank: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     return [((0, a), tuple(r for r in range(1, 4) if r != a)) for a in (1, 2, 3)]
 
 
-def _cumulant_sources(z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cumulant_sources(
+    z: np.ndarray, k: int, notes: list | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Independent latent sources from the fourth-order cumulant of the whitened top-k subspace.
 
     Returns (sources n × k, loadings p × k on the standardised judges, excess kurtosis per source)."""
@@ -282,9 +299,14 @@ def _cumulant_sources(z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np
     c = y.T @ y / n
     k4 = np.einsum("ni,nj,nk,nl->ijkl", y, y, y, y, optimize=True) / n
     k4 -= np.einsum("ij,kl->ijkl", c, c) + np.einsum("ik,jl->ijkl", c, c) + np.einsum("il,jk->ijkl", c, c)
-    cp = parafac(tl.tensor(k4), rank=k, init="svd", n_iter_max=500, tol=1e-12)
-    u, _, vt = np.linalg.svd(np.asarray(cp.factors[0]), full_matrices=False)
-    sources = y @ (u @ vt)  # the nearest orthogonal unmixing: independent sources are uncorrelated
+    try:
+        cp = parafac(tl.tensor(k4), rank=k, init="svd", n_iter_max=500, tol=1e-12)
+        u, _, vt = np.linalg.svd(np.asarray(cp.factors[0]), full_matrices=False)
+        sources = y @ (u @ vt)  # the nearest orthogonal unmixing: independent sources are uncorrelated
+    except (np.linalg.LinAlgError, ValueError) as exc:  # recorded by the caller, which sees no unmixing
+        if notes is not None:
+            notes.append(f"the cumulant CP failed ({type(exc).__name__}): principal components as sources")
+        sources = y
     loadings = z.T @ sources / n
     sign = np.where(loadings.sum(axis=0) >= 0, 1.0, -1.0)  # judges score higher when the latent is high
     sources, loadings = sources * sign, loadings * sign
@@ -295,6 +317,7 @@ def _cumulant_sources(z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np
 
 class CareTensor(BinaryAggregator):
     """Fitted: `loadings_` (judge × latent), `kurtosis_` (per latent), `quality_` (which latent is Q),
+    `fallbacks_` (a failed CP or mixture EM and what was used instead),
     `n_components_` (mixture components), `views_` (moments="third" only), `probas_`, `labels_`.
 
     moments="fourth" (default): the latent directions come from the CP decomposition of the fourth-order
@@ -354,7 +377,8 @@ class CareTensor(BinaryAggregator):
     def _fit_fourth(self, raw: np.ndarray, dev: pd.Series | None, keep: bool) -> np.ndarray:
         z, _, _ = standardise(raw)
         k = max(1, min(self.n_latent, z.shape[1] - 1))
-        sources, loadings, kurt = _cumulant_sources(z, k)
+        notes: list[str] = []
+        sources, loadings, kurt = _cumulant_sources(z, k, notes)
         # a Gaussian-looking latent (|excess kurtosis| within 3 standard errors, √(24/n) each) is noise
         cut = max(0.1, 3 * np.sqrt(24 / len(z)))
         binary = [h for h in range(k) if abs(kurt[h]) > cut] or [int(np.argmax(np.abs(kurt)))]
@@ -371,8 +395,9 @@ class CareTensor(BinaryAggregator):
             upper = [1, 3]
         else:
             resp, upper = np.stack([1 - pq, pq], axis=1), [1]
-        post = _mixture_posterior(z, resp, self.seed)[:, upper].sum(axis=1)
+        post = _mixture_posterior(z, resp, self.seed, notes)[:, upper].sum(axis=1)
         if keep:
+            self.fallbacks_ = notes
             self._loadings, self.kurtosis_, self.quality_ = loadings, kurt, q
             self.n_components_ = resp.shape[1]
         return post
@@ -402,11 +427,18 @@ class CareTensor(BinaryAggregator):
             self._views, self._loadings, self.quality_ = views, loadings, q
             self.n_components_ = rank
             self.init_ = "moments" if init is not None else "kmeans"
+            self.fallbacks_ = (
+                [] if init is not None else ["the third-order moment start failed: a k-means start"]
+            )
         return posts[q]
 
 
-def _mixture_posterior(z: np.ndarray, resp: np.ndarray, seed: int) -> np.ndarray:
-    """EM for a tied-covariance Gaussian mixture on the judges' scores, started from `resp`."""
+def _mixture_posterior(z: np.ndarray, resp: np.ndarray, seed: int, notes: list | None = None) -> np.ndarray:
+    """EM for a tied-covariance Gaussian mixture on the judges' scores, started from `resp`; if the EM
+    fails, the start itself (noted in `notes`)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
     nk = resp.sum(axis=0) + 1e-9
@@ -416,7 +448,17 @@ def _mixture_posterior(z: np.ndarray, resp: np.ndarray, seed: int) -> np.ndarray
     )
     gmm = GaussianMixture(resp.shape[1], covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed,
                           weights_init=nk / nk.sum(), means_init=means, precisions_init=spd_precision(within, 1e-6))  # fmt: skip
-    return gmm.fit(z).predict_proba(z)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            post = gmm.fit(z).predict_proba(z)
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        if notes is not None:
+            notes.append(f"the mixture EM failed ({exc}): the latent split it started from is used")
+        return resp
+    if notes is not None and any(issubclass(w.category, ConvergenceWarning) for w in caught):
+        notes.append("the mixture EM did not converge in 200 iterations")
+    return post
 
 
 def spd_precision(cov: np.ndarray, floor: float) -> np.ndarray:
