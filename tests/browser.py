@@ -18,7 +18,8 @@ needs_chromium = pytest.mark.skipif(
 # what the report must show: every chart (an <img> that decoded) and every table (with rows)
 CHARTS = ["chart-heatmap", "chart-radar", "chart-error-type", "chart-order", "chart-robustness"]
 TABLES = ["leaderboard", "panel", "profiles", "aggregation", "coverage", "construction-counts",
-          "construction-acceptance", "stress", "rank-stability", "profile-distance"]  # fmt: skip
+          "construction-acceptance", "stress", "rank-stability", "profile-distance", "consistency",
+          "aggregation-notes"]  # fmt: skip
 
 _CHECK = """
 const [charts, tables] = arguments;

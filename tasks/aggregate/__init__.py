@@ -42,6 +42,7 @@ NOTE_COLUMNS = [
     "choice",
     "reason",
     "evidence",
+    "fallbacks",
 ]
 NO_VOTES = "no_votes"
 UNAVAILABLE = "unavailable"  # the method could not fit this panel (the reason is logged)

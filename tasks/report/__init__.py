@@ -288,9 +288,11 @@ def consistency_table(consistency: pd.DataFrame | None, profiles: pd.DataFrame) 
             "position bias (share first shown)": overall["position_bias"],
             "implied accuracy (no labels)": overall["implied_accuracy"],
             "weight in cwv": overall["weight"],
+            "decisive votes": overall["n_decisive"],
         }
     ).sort_values("implied accuracy (no labels)", ascending=False)
-    return table.to_html(classes="grid", float_format="%.3f", na_rep="–")
+    table = table.rename_axis("judge").reset_index()
+    return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
 
 
 def auto_choice(notes: pd.DataFrame | None) -> dict | None:
