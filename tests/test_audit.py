@@ -48,7 +48,7 @@ def test_fifty_labels_break_the_mirror_of_a_below_chance_panel():
     proposal = audit.propose(panel.votes, 50, seed=0).set_index("task")
     result = audit.refit(panel.votes, panel.truth.reindex(proposal.index), proposal["weight"])
     assert free < 0.5
-    assert result["head"] in ("wmv_audited", "stacking") and result["n_labels"] == 50
+    assert result["head"] in ("best_judge", "wmv_audited", "stacking") and result["n_labels"] == 50
     assert accuracy(result["labels"], panel.truth) >= best_single(panel)  # measured 0.83 vs 0.73
 
 

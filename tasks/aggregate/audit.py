@@ -18,14 +18,16 @@ propose(votes, k)
     regimes). strategy="random" takes a simple random sample (weight n/k), the learning curve's baseline.
 
 refit(votes, labels, weights)
-    The candidates: the label-free consensus (which never saw the labels), the calibrated weighted majority
+    The candidates: the label-free consensus (which never saw the labels), the single judge the audit rates
+    best (where one judge is far better than a correlated crowd, following it beats any vote), the
+    calibrated weighted majority
     vote with the labelled audit (log-odds rule; each judge's accuracy from a Beta prior and its weighted
     agreement with the audited labels), and a sign-symmetric logistic stacking of the judges' votes (BAER's
     stacking head: no intercept, trained on {(φ, y), (−φ, −y)}, so swapping the candidates flips the
     decision), trained with the audit weights. Each labelled head is scored by weighted leave-one-out
     accuracy on the audited tasks (refitted without the task it predicts); the label-free consensus by its
-    weighted accuracy on them. The best wins; a tie goes to the simpler (label-free, then WMV). The audited
-    tasks keep their audited labels.
+    weighted accuracy on them. The best wins; a tie goes to the simpler (label-free, best judge, WMV,
+    stacking). The audited tasks keep their audited labels.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from sklearn.linear_model import LogisticRegression
 
 from judgeops.tasks.aggregate._base import binary_classes, check_frame
 
-HEADS = ("label_free", "wmv_audited", "stacking")
+HEADS = ("label_free", "best_judge", "wmv_audited", "stacking")
 
 
 def _consensus(votes: pd.DataFrame, method: str):
@@ -149,7 +151,15 @@ def _wmv_scores(
     return x @ np.log(acc / (1 - acc))
 
 
+def _best_judge_scores(x_train: np.ndarray, y: np.ndarray, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The votes of the judge with the best weighted audit accuracy (ties to the earlier column)."""
+    right = ((x_train * y[:, None] > 0) * w[:, None]).sum(axis=0)
+    return x[:, int(np.argmax(right))]
+
+
 def _head_scores(head: str, x_lab: np.ndarray, y: np.ndarray, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    if head == "best_judge":
+        return _best_judge_scores(x_lab, y, w, x)
     if head == "wmv_audited":
         return _wmv_scores(x_lab, y, w, x)
     return _stacking(x_lab, y, w).decision_function(x)
