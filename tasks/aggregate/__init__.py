@@ -228,9 +228,8 @@ def soft_agreement(labels: pd.Series, reference: pd.Series) -> float:
 
 def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> pd.DataFrame:
     """Per method: its agreement with majority vote and with auto's consensus (soft_agreement: a non-decision
-    counts ½),
-    and a warning when its label-free check fails (it takes the mirror side of majority vote, or it strays
-    from auto's consensus further than majority vote does). auto's row says what it chose and why."""
+    counts ½), and a warning when its label-free check fails (it takes the mirror side of majority vote, or
+    it strays from auto's consensus further than majority vote does). auto's row says what it chose and why."""
     wide = consensus.pivot(index="unit_id", columns="method", values="label")
     rows = []
     for method in wide.columns:
@@ -241,9 +240,7 @@ def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> p
         if method in reasons:
             warning = f"could not fit this panel: {reasons[method]}"
         elif method not in ("mv", "auto") and mv < 0.5:
-            warning = (
-                f"takes the mirror side of majority vote (agrees on {mv:.0%} of the variants it decides)"
-            )
+            warning = f"takes the mirror side of majority vote (agrees on {mv:.0%} of what MV decides)"
         elif method not in ("mv", "auto") and auto < mv_auto - 0.05:
             warning = (f"strays from auto's consensus (agrees on {auto:.0%}) further than majority vote "
                        f"({mv_auto:.0%}): likely below majority vote here")  # fmt: skip

@@ -26,6 +26,10 @@ takes a method only when the evidence for that assumption is present. Otherwise 
 
 `choice_` names the method, `reason_` says why in one sentence, `evidence_` holds the numbers.
 
+The thresholds are round numbers set from the reasoning above, not fitted: one was added after a test
+(`weak_consistency`, when the fixed regime (v) showed Dawid–Skene sharpening a below-chance majority), and
+all were then checked on 50 random draws of every synthetic regime family (BENCHMARKS.md).
+
 Where it cannot help: a panel whose most consistent judges are stable but wrong (step 1 then follows
 them), and below-chance panels without perturbations (every vote-only method takes the wrong side).
 """
