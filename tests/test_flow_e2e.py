@@ -77,6 +77,7 @@ def test_the_run_and_its_artifacts_are_on_the_prefect_server(first_run):
         "leaderboard",
         "judge-profiles",
         "cap-profile",
+        "aggregation",
         "report",
         "contract-verdicts",
         "contract-items",

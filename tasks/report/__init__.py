@@ -461,6 +461,30 @@ def publish(tables: dict[str, pd.DataFrame], report_path: str) -> None:
     create_markdown_artifact(
         markdown="\n".join(md), key="leaderboard", description="position-averaged accuracy"
     )
+    notes = tables.get("aggregation_notes")
+    if notes is not None and len(notes):
+        choice = auto_choice(notes)
+        md = (
+            [
+                f"**auto chose {choice['choice']}**: {choice['reason']}.",
+                "",
+                f"Evidence: {choice['evidence']}.",
+                "",
+            ]
+            if choice
+            else []
+        )
+        md += [
+            "| method | agreement with MV | agreement with auto | warning | fallbacks |",
+            "|---|---|---|---|---|",
+        ]
+        md += [f"| {r.method} | {r.agreement_with_mv:.3f} | {r.agreement_with_auto:.3f} | {r.warning} | {r.fallbacks} |"
+               for r in notes.itertuples()]  # fmt: skip
+        create_markdown_artifact(
+            markdown="\n".join(md),
+            key="aggregation",
+            description="auto's choice and each method's label-free check",
+        )
     link = report_path if "://" in report_path else f"file://{report_path}"
     create_link_artifact(
         link=link, link_text="judgeops report", key="report", description="the HTML report of this run"
