@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops.tasks.aggregate import audit
-from judgeops.tasks.aggregate.synthetic import REGIMES, make_panel
+from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_panel
 
 warnings.filterwarnings("ignore", category=UserWarning)
 KS = (0, 10, 20, 50, 100)
@@ -47,8 +47,7 @@ def main() -> None:
         for seed in range(args.seeds):
             panel = make_panel(regime, n_tasks=args.tasks, seed=seed, family=True)
             votes, truth = panel.votes, panel.truth
-            joined = votes.merge(truth.rename("truth"), left_on="task", right_index=True)
-            best.append((joined["label"] == joined["truth"]).groupby(joined["worker"]).mean().max())
+            best.append(best_single_judge(panel))
             free = accuracy(audit._consensus(votes, "auto").labels_, truth)
             for strategy in ("stratified", "random"):
                 acc[strategy, 0].append(free)

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from judgeops.tasks.aggregate import get_aggregator
-from judgeops.tasks.aggregate.consistency import consistency_signals
-from judgeops.tasks.aggregate.synthetic import REGIMES, make_panel
+from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, consistency_signals
+from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_panel
 
 warnings.filterwarnings("ignore", category=UserWarning)
 PANEL6 = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmbar" / "natural_vanilla_panel6.csv"
@@ -33,16 +33,10 @@ METHODS = {"MV": "mv", "AVG": "avg", "DS": "dawid_skene", "WS": "ws", "UWS": "uw
            "auto": "auto"}  # fmt: skip
 SCORE_REGIMES = ("independent", "clique", "confounder_follows_quality", "confounder_independent")
 SCORED = ["AVG", "UWS", "CARE-SVD", "CARE-Tensor", "DS", "auto"]
-RUN_COLUMNS = ["run", "shown_first", "item"]
 
 
 def accuracy(labels: pd.Series, truth: pd.Series) -> float:
     return float((labels.reindex(truth.index) == truth).mean())
-
-
-def best_single(votes: pd.DataFrame, truth: pd.Series) -> float:
-    joined = votes.merge(truth.rename("truth"), left_on="task", right_index=True)
-    return float((joined["label"] == joined["truth"]).groupby(joined["worker"]).mean().max())
 
 
 def fit(method: str, votes: pd.DataFrame):
@@ -78,7 +72,7 @@ def families(seeds: int, tasks: int) -> list[str]:
         chose: Counter = Counter()
         for seed in range(seeds):
             panel = make_panel(regime, n_tasks=tasks, seed=seed, family=True)
-            acc["best"].append(best_single(panel.votes, panel.truth))
+            acc["best"].append(best_single_judge(panel))
             for col, method in METHODS.items():
                 try:
                     est = fit(method, panel.votes)

@@ -16,18 +16,13 @@ from judgeops.tasks.aggregate import audit, scoring
 
 @task(name="propose-audit")
 def propose_audit(votes_path: str, k: int, by: str | None, strategy: str, seed: int) -> pd.DataFrame:
-    votes, _ = scoring.prepare_votes(scoring.read_table(votes_path, "votes"), "label", votes_path)
-    return audit.propose(votes, k, by=by, strategy=strategy, seed=seed)
+    return audit.propose(scoring.read_label_votes(votes_path), k, by=by, strategy=strategy, seed=seed)
 
 
 @task(name="refit-with-audit")
 def refit_with_audit(votes_path: str, labels_path: str) -> dict:
-    votes, _ = scoring.prepare_votes(scoring.read_table(votes_path, "votes"), "label", votes_path)
-    table = scoring.read_table(labels_path, "audit labels")
-    table = table.assign(task=table["task"].astype(str), label=scoring.label_key(table["label"]))
-    filled = table.dropna(subset=["label"]).set_index("task")
-    weights = filled["weight"] if "weight" in filled.columns else None
-    return audit.refit(votes, filled["label"], weights)
+    labels, weights = scoring.read_audit_labels(labels_path)
+    return audit.refit(scoring.read_label_votes(votes_path), labels, weights)
 
 
 @flow(name="audit", flow_run_name="audit-{k}-labels")

@@ -410,7 +410,7 @@ def cmd_audit_propose(args) -> int:
     from judgeops.tasks.aggregate import audit, scoring
 
     try:
-        votes, _ = scoring.prepare_votes(scoring.read_table(args.votes, "votes"), "label", args.votes)
+        votes = scoring.read_label_votes(args.votes)
         proposal = audit.propose(votes, args.k, args.method, args.by, args.strategy, args.seed)
     except (scoring.InputError, ValueError) as exc:
         _error(f"judgeops audit propose: {exc}")
@@ -426,17 +426,9 @@ def cmd_audit_apply(args) -> int:
     from judgeops.tasks.aggregate import audit, scoring
 
     try:
-        votes, _ = scoring.prepare_votes(scoring.read_table(args.votes, "votes"), "label", args.votes)
-        table = scoring.read_table(args.labels, "audit labels")
-        if not {"task", "label"} <= set(table.columns):
-            raise scoring.InputError(f"{args.labels}: expected columns task, label (and weight from propose)")
-        table = table.assign(task=table["task"].astype(str), label=scoring.label_key(table["label"]))
-        filled = table.dropna(subset=["label"])
-        filled = filled[filled["label"].str.strip() != ""].set_index("task")
-        if filled.empty:
-            raise scoring.InputError(f"{args.labels}: no label is filled in")
-        weights = filled["weight"] if "weight" in filled.columns else None
-        result = audit.refit(votes, filled["label"], weights, args.method)
+        votes = scoring.read_label_votes(args.votes)
+        labels, weights = scoring.read_audit_labels(args.labels)
+        result = audit.refit(votes, labels, weights, args.method)
         truth = None
         if args.truth:
             tasks = result["labels"].index

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -282,20 +282,7 @@ class AggregationConfig(_Strict):
     """Label-free aggregation of the panel's verdicts (tasks/aggregate/)."""
 
     methods: list[AggregatorName] = Field(
-        default_factory=lambda: [
-            "mv",
-            "avg",
-            "dawid_skene",
-            "ws",
-            "uws",
-            "care_svd",
-            "care_tensor",
-            "wmv",
-            "baer",
-            "cwv",
-            "ds_position",
-            "auto",
-        ],
+        default_factory=lambda: list(get_args(AggregatorName)),  # every method
         min_length=1,
         description="aggregators to run; each writes its own consensus rows (a method that cannot fit the "
         "panel, e.g. WS with fewer than three judges, writes label 'unavailable' and logs why)",

@@ -11,18 +11,13 @@ import pytest
 
 from judgeops.cli import main
 from judgeops.tasks.aggregate import audit, get_aggregator
-from judgeops.tasks.aggregate.synthetic import make_panel
+from judgeops.tasks.aggregate.synthetic import best_single_judge, make_panel
 
 warnings.filterwarnings("ignore", category=UserWarning)
 
 
 def accuracy(labels: pd.Series, truth: pd.Series) -> float:
     return float((labels.reindex(truth.index) == truth).mean())
-
-
-def best_single(panel) -> float:
-    joined = panel.votes.merge(panel.truth.rename("truth"), left_on="task", right_index=True)
-    return float((joined["label"] == joined["truth"]).groupby(joined["worker"]).mean().max())
 
 
 def test_the_proposal_is_stratified_weighted_and_reproducible():
@@ -49,7 +44,7 @@ def test_fifty_labels_break_the_mirror_of_a_below_chance_panel():
     result = audit.refit(panel.votes, panel.truth.reindex(proposal.index), proposal["weight"])
     assert free < 0.5
     assert result["head"] in ("best_judge", "wmv_audited", "stacking") and result["n_labels"] == 50
-    assert accuracy(result["labels"], panel.truth) >= best_single(panel)  # measured 0.83 vs 0.73
+    assert accuracy(result["labels"], panel.truth) >= best_single_judge(panel)  # measured 0.83 vs 0.73
 
 
 def test_where_the_label_free_consensus_is_right_the_labels_keep_it():

@@ -12,18 +12,13 @@ import pytest
 
 from judgeops.tasks.aggregate import get_aggregator
 from judgeops.tasks.aggregate.consistency import consistency_signals, implied_accuracy, pairwise_agreement
-from judgeops.tasks.aggregate.synthetic import REGIMES, make_panel
+from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_panel
 
 warnings.filterwarnings("ignore", category=UserWarning)
 
 
 def accuracy(labels: pd.Series, truth: pd.Series) -> float:
     return float((labels.reindex(truth.index) == truth).mean())
-
-
-def best_single(panel) -> float:
-    joined = panel.votes.merge(panel.truth.rename("truth"), left_on="task", right_index=True)
-    return float((joined["label"] == joined["truth"]).groupby(joined["worker"]).mean().max())
 
 
 def fixture() -> pd.DataFrame:
@@ -76,7 +71,7 @@ def test_the_signals_track_known_position_bias_and_accuracy():
 def test_cwv_and_ds_position_follow_the_stable_judge_in_regime_vi():
     panel = make_panel("adversarial_surface", n_tasks=1800, seed=1)
     mv = accuracy(get_aggregator("mv").fit_predict(panel.votes), panel.truth)
-    best = best_single(panel)
+    best = best_single_judge(panel)
     cwv = accuracy(get_aggregator("cwv").fit_predict(panel.votes), panel.truth)
     pds = accuracy(get_aggregator("ds_position").fit_predict(panel.votes), panel.truth)
     assert mv < 0.5  # most judges follow the cue to the wrong answer (measured 0.41)
@@ -92,7 +87,7 @@ def test_the_dependence_correction_discounts_a_clique_in_regime_vii():
     others = [j for j in corrected.multiplicity_.index if j not in clique]
     assert corrected.multiplicity_[clique].min() > corrected.multiplicity_[others].max()
     assert accuracy(corrected.labels_, panel.truth) > accuracy(plain.labels_, panel.truth) + 0.05
-    assert accuracy(corrected.labels_, panel.truth) >= best_single(panel) - 0.01
+    assert accuracy(corrected.labels_, panel.truth) >= best_single_judge(panel) - 0.01
 
 
 def test_ds_position_recovers_position_bias_and_absorbs_order_driven_votes():

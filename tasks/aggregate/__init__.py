@@ -25,7 +25,7 @@ from judgeops.tasks.aggregate._base import DEFAULT_CLASSES, TIE
 from judgeops.tasks.aggregate.auto import AutoAggregator
 from judgeops.tasks.aggregate.baer import BAER
 from judgeops.tasks.aggregate.care import CareSVD, CareTensor
-from judgeops.tasks.aggregate.consistency import SIGNALS, consistency_signals
+from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
 from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import MajorityVote, ScoreAverage
@@ -124,7 +124,7 @@ def _fit_one(
     used = votes.dropna(subset=[kind])
     if method in BINARY_ONLY:
         estimator.classes = ("A", "B")  # both classes exist even if every vote names one
-    extra = [c for c in ("run", "shown_first", "item") if c in used.columns] if method in USES_RUNS else []
+    extra = [c for c in RUN_COLUMNS if c in used.columns] if method in USES_RUNS else []
     probas = estimator.fit(used[["task", "worker", kind, *extra]]).probas_
     if fitted is not None:
         fitted[method] = estimator

@@ -37,6 +37,8 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
 from judgeops.tasks.aggregate._base import binary_classes, check_frame
+from judgeops.tasks.aggregate.consistency import RUN_COLUMNS
+from judgeops.tasks.aggregate.cwv import signed_votes
 
 HEADS = ("label_free", "best_judge", "wmv_audited", "stacking")
 
@@ -44,7 +46,7 @@ HEADS = ("label_free", "best_judge", "wmv_audited", "stacking")
 def _consensus(votes: pd.DataFrame, method: str):
     from judgeops.tasks.aggregate import get_aggregator
 
-    cols = ["task", "worker", "label"] + [c for c in ("run", "shown_first", "item") if c in votes.columns]
+    cols = ["task", "worker", "label"] + [c for c in RUN_COLUMNS if c in votes.columns]
     return get_aggregator(method).fit(votes[cols])
 
 
@@ -124,12 +126,7 @@ def _allocate(priority: pd.Series, k: int, sizes: pd.Series) -> pd.Series:
 
 def _features(votes: pd.DataFrame, classes: tuple) -> pd.DataFrame:
     """Tasks × judges: each judge's mean vote in [−1, 1] (+1 = the first class; 0 = no vote)."""
-    sign = np.where(votes["label"] == classes[0], 1.0, -1.0)
-    return (
-        votes.assign(sign=sign)
-        .pivot_table(index="task", columns="worker", values="sign", aggfunc="mean")
-        .fillna(0.0)
-    )
+    return signed_votes(votes, classes, "mean").fillna(0.0)
 
 
 def _stacking(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float = 1.0) -> LogisticRegression:

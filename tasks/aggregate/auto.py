@@ -72,7 +72,6 @@ class AutoAggregator(BinaryAggregator):
         df = check_frame(df, "label", "AutoAggregator")
         classes = binary_classes(df["label"], self.classes, "AutoAggregator")
         df = df[df["label"].isin(classes)]
-        mv = MajorityVote().fit(df)
         cwv = ConsistencyWeightedVote(classes=classes).fit(df)
         evidence: dict = {"n_tasks": int(df["task"].nunique()), "n_judges": int(df["worker"].nunique()),
                           "max_multiplicity": float(cwv.multiplicity_.max())}  # fmt: skip
@@ -85,7 +84,7 @@ class AutoAggregator(BinaryAggregator):
                 evidence.update(best_consistent_judge=str(q.idxmax()), best_implied_accuracy=float(q.max()),
                                 median_implied_accuracy=float(q.median()))  # fmt: skip
                 if q.max() >= self.strong_consistency and q.max() - q.median() >= self.min_spread:
-                    pds = PositionDawidSkene(classes=classes).fit(df)
+                    pds = PositionDawidSkene(classes=classes).fit(df, start=cwv)
                     agree = agreement(pds.labels_, cwv.labels_, classes)
                     evidence["ds_position_vs_cwv_agreement"] = agree
                     if agree >= 1 - self.max_disagreement:
@@ -96,6 +95,7 @@ class AutoAggregator(BinaryAggregator):
                               f"(implied accuracy {q.max():.2f} vs median {q.median():.2f}): the consistent "
                               f"judges are identifiable, so {name} weighs them")  # fmt: skip
         if chosen is None:
+            mv = MajorityVote().fit(df)
             ds = DawidSkene().fit(df)
             agree = agreement(ds.labels_, mv.labels_, classes)
             evidence["dawid_skene_vs_mv_agreement"] = agree

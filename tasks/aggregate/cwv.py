@@ -46,11 +46,12 @@ from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, che
 from judgeops.tasks.aggregate.consistency import consistency_signals, has_perturbations
 
 
-def signed_votes(df: pd.DataFrame, classes: tuple[str, str]) -> pd.DataFrame:
-    """Per (task, worker): the number of runs voting the first class minus those voting the second."""
+def signed_votes(df: pd.DataFrame, classes: tuple[str, str], aggfunc: str = "sum") -> pd.DataFrame:
+    """Tasks × judges over each judge's runs of a task, +1 a vote for the first class and −1 for the second:
+    their sum (runs for minus runs against) or, with aggfunc="mean", their mean in [−1, 1]; NaN: no vote."""
     sign = np.where(df["label"] == classes[0], 1.0, -1.0)
     return df.assign(sign=sign).pivot_table(
-        index="task", columns="worker", values="sign", aggfunc="sum", sort=True
+        index="task", columns="worker", values="sign", aggfunc=aggfunc, sort=True
     )
 
 
@@ -73,7 +74,8 @@ class ConsistencyWeightedVote(BinaryAggregator):
         classes = binary_classes(df["label"], self.classes, "ConsistencyWeightedVote")
         df = df[df["label"].isin(classes)]
         unit = "item" if self.pool_items and "item" in df.columns else "task"
-        votes = signed_votes(df.assign(task=df[unit]), classes)
+        by_unit = df.assign(task=df[unit])
+        votes = signed_votes(by_unit, classes)
         self.fallback_ = None
         if has_perturbations(df):
             self.signals_ = consistency_signals(df, classes).set_index("worker")
@@ -92,8 +94,7 @@ class ConsistencyWeightedVote(BinaryAggregator):
             self.fallback_ = "no task was shown twice: every judge weighs 1 (majority vote)"
         base = weight.reindex(votes.columns).to_numpy(dtype=float)
         x = votes.to_numpy()
-        runs = df.assign(task=df[unit]).groupby(["task", "worker"]).size().unstack()
-        share = x / runs.reindex(index=votes.index, columns=votes.columns).to_numpy()
+        share = signed_votes(by_unit, classes, "mean").to_numpy()
         multiplicity = np.ones(len(base))
         if self.dependence and x.shape[1] > 2:
             for _ in range(self.n_rounds):

@@ -59,7 +59,9 @@ class PositionDawidSkene(BinaryAggregator):
                  classes: tuple[str, str] | None = None, tempered: bool = True):  # fmt: skip
         self.n_iter, self.tol, self.init, self.classes, self.tempered = n_iter, tol, init, classes, tempered
 
-    def fit(self, df: pd.DataFrame) -> PositionDawidSkene:
+    def fit(self, df: pd.DataFrame, start: ConsistencyWeightedVote | None = None) -> PositionDawidSkene:
+        """`start`: a consistency-weighted vote already fitted on these votes with these classes (auto has
+        one); without it, one is fitted here."""
         if self.init not in ("consistency", "mv"):
             raise ValueError(f"PositionDawidSkene: init must be 'consistency' or 'mv', got {self.init!r}")
         df = check_frame(df, "label", "PositionDawidSkene")
@@ -76,7 +78,7 @@ class PositionDawidSkene(BinaryAggregator):
         self._rows = (t, w, ctx, vote, len(tasks), len(workers))
 
         if self.init == "consistency":
-            cwv = ConsistencyWeightedVote(classes=classes).fit(df)
+            cwv = start if start is not None else ConsistencyWeightedVote(classes=classes).fit(df)
             post = cwv.probas_[classes[0]].reindex(tasks).to_numpy()
             weights = cwv.weights_.reindex(workers).to_numpy()
             multiplicity = cwv.multiplicity_.reindex(workers).to_numpy()

@@ -78,6 +78,24 @@ def prepare_votes(
     return votes, ties
 
 
+def read_label_votes(path: str, tie_label: str | None = "tie") -> pd.DataFrame:
+    """A vote file read for the label methods (keyed labels, explicit ties left out)."""
+    return prepare_votes(read_table(path, "votes"), "label", path, tie_label)[0]
+
+
+def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None]:
+    """(task → audited label, task → weight or None) from a filled audit csv; only the filled rows."""
+    table = read_table(path, "audit labels")
+    if not {"task", "label"} <= set(table.columns):
+        raise InputError(f"{path}: expected columns task, label (and weight from propose)")
+    table = table.assign(task=table["task"].astype(str), label=label_key(table["label"]))
+    filled = table.dropna(subset=["label"])
+    filled = filled[filled["label"].str.strip() != ""].set_index("task")
+    if filled.empty:
+        raise InputError(f"{path}: no label is filled in")
+    return filled["label"], filled["weight"] if "weight" in filled.columns else None
+
+
 def check_truth(table: pd.DataFrame, tasks: pd.Index, file: str, kind: str = "label",
                 allow_partial: bool = False) -> pd.Series:  # fmt: skip
     """Truth per task (keyed labels, or scores), checked against the voted tasks."""

@@ -57,7 +57,6 @@ REGIMES = (
     "adversarial_surface",
     "clique_shared_bias",
 )
-PERTURBED = ("below_chance_order", "adversarial_surface", "clique_shared_bias")
 PRESENTATIONS = ("plain", "polished", "padded")
 
 
@@ -66,6 +65,13 @@ class Panel:
     votes: pd.DataFrame  # task, worker, label, score (and order for below_chance_order)
     truth: pd.Series  # task → "A" / "B"
     params: dict = field(default_factory=dict)
+
+
+def best_single_judge(panel: Panel) -> float:
+    """The bar a consensus is compared with: the best judge's accuracy over all its votes (position-averaged
+    where each task is shown in both orders), picked with the truth — a bar, not a method."""
+    joined = panel.votes.merge(panel.truth.rename("truth"), left_on="task", right_index=True)
+    return float((joined["label"] == joined["truth"]).groupby(joined["worker"]).mean().max())
 
 
 def _scores_to_votes(scores: np.ndarray, thresholds: np.ndarray, names: list[str]) -> pd.DataFrame:

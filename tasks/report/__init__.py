@@ -308,13 +308,7 @@ def auto_choice(notes: pd.DataFrame | None) -> dict | None:
 def notes_table(notes: pd.DataFrame | None) -> str | None:
     if notes is None or notes.empty:
         return None
-    table = notes[
-        [
-            c
-            for c in ("method", "agreement_with_mv", "agreement_with_auto", "warning", "fallbacks")
-            if c in notes
-        ]
-    ]
+    table = notes[["method", "agreement_with_mv", "agreement_with_auto", "warning", "fallbacks"]]
     return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
 
 
