@@ -32,13 +32,37 @@ CREATE TABLE IF NOT EXISTS calls (
 """
 
 
+def _retry_while_locked(step, seconds: float) -> None:
+    """Run a one-time set-up step, retrying while another process holds the file.
+
+    Switching to WAL and creating the table need an exclusive lock, and when several processes open
+    a new file at once SQLite answers "database is locked" at once instead of calling the busy
+    handler (it would deadlock), so the connect timeout alone does not cover it.
+    """
+    deadline = time.monotonic() + seconds
+    pause = 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
 class CallCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        _retry_while_locked(self._set_up, seconds=60)
+
+    def _set_up(self) -> None:
+        if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
 
     def close(self) -> None:
