@@ -35,12 +35,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--tasks", type=int, default=1200)
+    parser.add_argument("--regimes", nargs="*", default=list(REGIMES))
     args = parser.parse_args()
     print(f"Command: `taskset -c 0,1 python bench/audit.py --seeds {args.seeds} --tasks {args.tasks}`\n")
     print("| regime family | best single judge | selection | " + " | ".join(f"k = {k}" for k in KS)
           + " | first k ≥ best judge | heads taken at k = 50 |")  # fmt: skip
     print("|---" * (len(KS) + 5) + "|")
-    for regime in REGIMES:
+    for regime in args.regimes:
         acc = {(s, k): [] for s in ("stratified", "random") for k in KS}
         heads = {s: Counter() for s in ("stratified", "random")}
         best = []
@@ -49,11 +50,13 @@ def main() -> None:
             votes, truth = panel.votes, panel.truth
             best.append(best_single_judge(panel))
             free = accuracy(audit._consensus(votes, "auto").labels_, truth)
+            candidates = audit.method_labels(votes)  # the other label-free methods, fitted once per panel
             for strategy in ("stratified", "random"):
                 acc[strategy, 0].append(free)
                 for k in KS[1:]:
                     proposal = audit.propose(votes, k, strategy=strategy, seed=seed).set_index("task")
-                    result = audit.refit(votes, truth.reindex(proposal.index), proposal["weight"])
+                    result = audit.refit(votes, truth.reindex(proposal.index), proposal["weight"],
+                                         candidates=candidates)  # fmt: skip
                     acc[strategy, k].append(accuracy(result["labels"], truth))
                     if k == 50:
                         heads[strategy][result["head"]] += 1

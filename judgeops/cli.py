@@ -451,7 +451,7 @@ def cmd_audit_apply(args) -> int:
     for head, score in result["scores"].items():
         print(
             f"  {head}: weighted accuracy on the audit {score:.3f}"
-            + (" (leave-one-out)" if head != "label_free" else "")
+            + (" (leave-one-out)" if head in audit.HEADS[1:] else "")
         )
     if args.out:
         print(f"wrote {len(out)} predictions to {args.out}")

@@ -24,10 +24,13 @@ refit(votes, labels, weights)
     vote with the labelled audit (log-odds rule; each judge's accuracy from a Beta prior and its weighted
     agreement with the audited labels), and a sign-symmetric logistic stacking of the judges' votes (BAER's
     stacking head: no intercept, trained on {(φ, y), (−φ, −y)}, so swapping the candidates flips the
-    decision), trained with the audit weights. Each labelled head is scored by weighted leave-one-out
-    accuracy on the audited tasks (refitted without the task it predicts); the label-free consensus by its
+    decision), trained with the audit weights; and every other label-free method (`method:<name>`: MV,
+    Dawid–Skene, CARE, CWV, ...), each fitted once on the votes alone — where a panel's structure defeats
+    `auto`'s label-free checks (a clique outvoting the strong judge), a few labels still tell which method
+    read it right. Each labelled head is scored by weighted leave-one-out accuracy on the audited tasks
+    (refitted without the task it predicts); the label-free ones, which never saw the labels, by their
     weighted accuracy on them. The best wins; a tie goes to the simpler (label-free, best judge, WMV,
-    stacking). The audited tasks keep their audited labels.
+    stacking, then the other methods). The audited tasks keep their audited labels.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from judgeops.tasks.aggregate.consistency import RUN_COLUMNS
 from judgeops.tasks.aggregate.cwv import signed_votes
 
 HEADS = ("label_free", "best_judge", "wmv_audited", "stacking")
+METHOD_HEAD = "method:"  # prefix of the heads that are another label-free method
 
 
 def _consensus(votes: pd.DataFrame, method: str):
@@ -48,6 +52,33 @@ def _consensus(votes: pd.DataFrame, method: str):
 
     cols = ["task", "worker", "label"] + [c for c in RUN_COLUMNS if c in votes.columns]
     return get_aggregator(method).fit(votes[cols])
+
+
+def method_labels(votes: pd.DataFrame, methods: tuple[str, ...] | None = None,
+                  skip: str = "auto") -> dict[str, pd.Series]:  # fmt: skip
+    """Each label-free method's consensus on the votes (never on an audit): name → task → label. Methods that
+    read scores (avg, uws, care_*) run where the votes carry a numeric `score` column — evidence for the
+    first class, as `judgeops aggregate` reads it; a method that cannot fit the panel is left out."""
+    from judgeops.tasks.aggregate import AGGREGATORS, USES_RUNS, get_aggregator
+
+    df = check_frame(votes, "label", "audit")
+    classes = binary_classes(df["label"], None, "audit")
+    has_scores = "score" in df.columns and pd.api.types.is_numeric_dtype(df["score"])
+    out = {}
+    for name in methods if methods is not None else tuple(AGGREGATORS):
+        kind = AGGREGATORS[name][1]
+        if name == skip or (kind == "score" and not has_scores):
+            continue
+        runs = [c for c in RUN_COLUMNS if c in df.columns] if name in USES_RUNS else []
+        params = {"input": "label"} if name == "baer" else {}
+        try:
+            est = get_aggregator(name, **params)
+            if hasattr(est, "classes"):
+                est.classes = classes
+            out[name] = est.fit(df.dropna(subset=[kind])[["task", "worker", kind, *runs]]).labels_
+        except ValueError:  # a method that cannot fit this panel is simply not a candidate
+            continue
+    return out
 
 
 def uncertainty(votes: pd.DataFrame, method: str = "auto") -> pd.DataFrame:
@@ -163,9 +194,12 @@ def _head_scores(head: str, x_lab: np.ndarray, y: np.ndarray, w: np.ndarray, x: 
 
 
 def refit(votes: pd.DataFrame, labels: pd.Series, weights: pd.Series | None = None, method: str = "auto",
-          min_labels: int = 4) -> dict:  # fmt: skip
+          min_labels: int = 4, candidates: dict[str, pd.Series] | None = None) -> dict:  # fmt: skip
     """{"labels": task → label, "head": the head taken, "scores": head → weighted accuracy on the audit
-    (leave-one-out for the labelled heads), "n_labels": how many audited labels were usable}."""
+    (leave-one-out for the labelled heads), "n_labels": how many audited labels were usable}.
+
+    `candidates`: the other label-free methods' labels (`method_labels(votes)`, computed here when None;
+    pass them to reuse one fit across audits of the same panel, or {} for none)."""
     df = check_frame(votes, "label", "audit")
     classes = binary_classes(df["label"], None, "audit")
     base = _consensus(df, method)
@@ -199,8 +233,18 @@ def refit(votes: pd.DataFrame, labels: pd.Series, weights: pd.Series | None = No
             s = _head_scores(head, x_lab, y, w, x_all)
             predictions[head] = pd.Series(np.where(s > 0, classes[0], np.where(s < 0, classes[1], "tie")),
                                           index=x_frame.index, dtype=object)  # fmt: skip
-    usable = [h for h in HEADS if h in predictions and not np.isnan(scores.get(h, np.nan))]
-    head = max(usable, key=lambda h: (round(scores[h], 9), -HEADS.index(h)), default="label_free")
+    if candidates is None:
+        candidates = method_labels(df, skip=method)
+    for name, predicted in candidates.items():
+        if len(labels):
+            head = METHOD_HEAD + name
+            predictions[head] = predicted.reindex(x_frame.index).astype(object)
+            scores[head] = float(
+                np.average((predictions[head].loc[labels.index] == labels).to_numpy(), weights=w)
+            )
+    order = list(HEADS) + [h for h in predictions if h.startswith(METHOD_HEAD)]
+    usable = [h for h in order if h in predictions and not np.isnan(scores.get(h, np.nan))]
+    head = max(usable, key=lambda h: (round(scores[h], 9), -order.index(h)), default="label_free")
     final = predictions[head].copy()
     final.loc[labels.index] = labels.to_numpy()
     return {"labels": final, "head": head, "scores": scores, "n_labels": int(len(labels))}
