@@ -100,6 +100,24 @@ def test_regime_iv_only_care_tensor_survives_a_confounder_that_dominates_the_cov
     assert tensor.n_components_ == 4  # two binary latents found: quality and the confounder
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_regime_iv_family_a_confounder_on_most_judges_is_modelled_as_a_second_latent(seed):
+    """When the confounder loads on ≥ 80 % of the judges its direction is close to quality's, the unmixing
+    leaves only one source binary-looking (the confounder), and a two-component fit follows it (0.59, 0.56).
+    BIC prefers the 2 × 2 grid over one latent, and the grid's more even axis is quality (0.878, 0.898)."""
+    panel = make_panel("confounder_independent", n_tasks=1200, seed=seed, family=True)
+    tensor = get_aggregator("care_tensor").fit(panel.votes[["task", "worker", "score"]])
+    assert tensor.structure_.startswith("2 × 2 grid") and tensor.n_components_ == 4
+    assert accuracy(tensor.labels_, panel.truth) >= 0.85 > fit_acc("mv", panel) + 0.1  # MV 0.679, 0.722
+
+
+def test_regime_ii_family_a_clique_s_gaussian_noise_is_not_taken_for_a_second_latent():
+    panel = make_panel("clique", n_tasks=1200, seed=3, family=True)
+    tensor = get_aggregator("care_tensor").fit(panel.votes[["task", "worker", "score"]])
+    assert tensor.structure_.startswith("one binary latent") and tensor.n_components_ == 2
+    assert accuracy(tensor.labels_, panel.truth) >= best_single(panel)  # 0.927 vs 0.897
+
+
 def test_regime_v_the_sign_cannot_be_learned_without_labels_but_a_small_dev_split_can(panels):
     """Four of five judges are below chance: the panel is informative (DS is right 20 % of the time, so its
     mirror is right 80 %), but flipping the truth and every judge's confusion matrix gives the same votes,

@@ -322,7 +322,8 @@ def _cumulant_sources(
 class CareTensor(BinaryAggregator):
     """Fitted: `loadings_` (judge × latent), `kurtosis_` (per latent), `quality_` (which latent is Q),
     `fallbacks_` (a failed CP or mixture EM and what was used instead),
-    `n_components_` (mixture components), `views_` (moments="third" only), `probas_`, `labels_`.
+    `n_components_` (mixture components), `structure_` (where only one latent looked binary: whether BIC kept
+    it alone or a 2 × 2 grid with the next latent; see `_one_or_two_latents`), `views_` (moments="third" only), `probas_`, `labels_`.
 
     moments="fourth" (default): the latent directions come from the CP decomposition of the fourth-order
     cumulant of the whitened top-`n_latent` subspace. The paper's three-view third-order moment is
@@ -390,21 +391,51 @@ class CareTensor(BinaryAggregator):
         noise = np.sqrt(np.clip(1.0 - (loadings**2).sum(axis=1, keepdims=True), 1e-3, 1.0))
         loadings = loadings / noise
         posts = {h: two_component_posterior(sources[:, h]) for h in range(k)}
-        q = self._pick(binary, loadings, posts, z, dev)
-        others = [h for h in binary if h != q]
-        pq = posts[q]
-        if others:  # a 2 × 2 grid: (q, c) components started from the two latents' own splits
-            pc = posts[max(others, key=lambda h: abs(kurt[h]))]
-            resp = np.stack([(1 - pq) * (1 - pc), pq * (1 - pc), (1 - pq) * pc, pq * pc], axis=1)
-            upper = [1, 3]
+        structure = ""
+        if len(binary) == 1 and k > 1:
+            post, q, components, structure = self._one_or_two_latents(z, binary[0], kurt, posts, dev, notes)
         else:
-            resp, upper = np.stack([1 - pq, pq], axis=1), [1]
-        post = _mixture_posterior(z, resp, self.seed, notes)[:, upper].sum(axis=1)
+            q = self._pick(binary, loadings, posts, z, dev)
+            others = [h for h in binary if h != q]
+            pq = posts[q]
+            if others:  # a 2 × 2 grid: (q, c) components started from the two latents' own splits
+                pc = posts[max(others, key=lambda h: abs(kurt[h]))]
+                resp, upper = _grid(pq, pc), [1, 3]
+            else:
+                resp, upper = np.stack([1 - pq, pq], axis=1), [1]
+            post = _mixture_fit(z, resp, self.seed, notes)[0][:, upper].sum(axis=1)
+            components = resp.shape[1]
         if keep:
             self.fallbacks_ = notes
             self._loadings, self.kurtosis_, self.quality_ = loadings, kurt, q
-            self.n_components_ = resp.shape[1]
+            self.n_components_, self.structure_ = components, structure
         return post
+
+    def _one_or_two_latents(self, z: np.ndarray, a: int, kurt: np.ndarray, posts: dict, dev, notes: list):
+        """Only latent `a` looked binary. The other may be Gaussian noise (a clique's shared error) or a
+        second binary latent the orthogonal unmixing could not clean: when quality and a confounder load on
+        nearly the same judges, their directions are close, unmixing them amplifies the noise, and the
+        weaker one's source comes out with excess kurtosis near 0. The tied-covariance mixture does not need
+        an orthogonal unmixing, so fit both structures — two components on `a`, and the 2 × 2 grid started
+        from `a` and the next latent — and keep the grid only where BIC prefers it; then take as quality the
+        grid axis (the difference of its component means) that `_pick` prefers. (post, quality latent,
+        components, a line saying which structure was kept.)"""
+        b = max((h for h in range(len(kurt)) if h != a), key=lambda h: abs(kurt[h]))
+        two, bic_two = _mixture_fit(z, np.stack([1 - posts[a], posts[a]], axis=1), self.seed, notes)
+        grid, bic_grid = _mixture_fit(z, _grid(posts[a], posts[b]), self.seed, notes)
+        if not bic_grid < bic_two:
+            return two[:, 1], a, 2, f"one binary latent (BIC {bic_two:.0f} vs 2 × 2 grid {bic_grid:.0f})"
+        means = grid.T @ z / (grid.sum(axis=0)[:, None] + 1e-9)
+        axes = np.stack([means[[1, 3]].mean(axis=0) - means[[0, 2]].mean(axis=0),
+                         means[[2, 3]].mean(axis=0) - means[[0, 1]].mean(axis=0)], axis=1)  # fmt: skip
+        axis_posts = {0: grid[:, [1, 3]].sum(axis=1), 1: grid[:, [2, 3]].sum(axis=1)}
+        pick = self._pick([0, 1], axes, axis_posts, z, dev)
+        return (
+            axis_posts[pick],
+            (a, b)[pick],
+            4,
+            f"2 × 2 grid (BIC {bic_grid:.0f} vs one latent {bic_two:.0f})",
+        )
 
     def _fit_third(self, raw: np.ndarray, dev: pd.Series | None, keep: bool) -> np.ndarray:
         x = (raw - raw.min(axis=0)) / np.where(raw.std(axis=0) > 1e-12, raw.std(axis=0), 1.0)
@@ -429,7 +460,7 @@ class CareTensor(BinaryAggregator):
         q = self._pick(list(posts), loadings, posts, z, dev)
         if keep:
             self._views, self._loadings, self.quality_ = views, loadings, q
-            self.n_components_ = rank
+            self.n_components_, self.structure_ = rank, ""
             self.init_ = "moments" if init is not None else "kmeans"
             self.fallbacks_ = (
                 [] if init is not None else ["the third-order moment start failed: a k-means start"]
@@ -437,9 +468,16 @@ class CareTensor(BinaryAggregator):
         return posts[q]
 
 
-def _mixture_posterior(z: np.ndarray, resp: np.ndarray, seed: int, notes: list | None = None) -> np.ndarray:
-    """EM for a tied-covariance Gaussian mixture on the judges' scores, started from `resp`; if the EM
-    fails, the start itself (noted in `notes`)."""
+def _grid(pq: np.ndarray, pc: np.ndarray) -> np.ndarray:
+    """Responsibilities of the four (q, c) components from two independent splits: 00, 10, 01, 11."""
+    return np.stack([(1 - pq) * (1 - pc), pq * (1 - pc), (1 - pq) * pc, pq * pc], axis=1)
+
+
+def _mixture_fit(
+    z: np.ndarray, resp: np.ndarray, seed: int, notes: list | None = None
+) -> tuple[np.ndarray, float]:
+    """EM for a tied-covariance Gaussian mixture on the judges' scores, started from `resp`: (posteriors,
+    BIC). If the EM fails, the start itself and BIC = inf (noted in `notes`)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -456,13 +494,14 @@ def _mixture_posterior(z: np.ndarray, resp: np.ndarray, seed: int, notes: list |
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             post = gmm.fit(z).predict_proba(z)
+            bic = float(gmm.bic(z))
     except (ValueError, np.linalg.LinAlgError) as exc:
         if notes is not None:
             notes.append(f"the mixture EM failed ({exc}): the latent split it started from is used")
-        return resp
+        return resp, float("inf")
     if notes is not None and any(issubclass(w.category, ConvergenceWarning) for w in caught):
         notes.append("the mixture EM did not converge in 200 iterations")
-    return post
+    return post, bic
 
 
 def spd_precision(cov: np.ndarray, floor: float) -> np.ndarray:
