@@ -167,8 +167,9 @@ class ArtifactStore:
         Rows failing a row-level rule marked `quarantine` go to `<name>__quarantine` with the
         reason, together with `quarantine` (rows the stage itself set aside, e.g. unreadable
         input lines); a failing `stop` rule raises ContractViolation and writes nothing but the
-        validation result.
+        validation result and those set-aside rows (which are often why it failed: the message says so).
         """
+        from judgeops.data_contracts import ContractViolation
         from judgeops.data_contracts import check_contract as run_contract
 
         spec = schema_for(name)
@@ -179,6 +180,18 @@ class ArtifactStore:
             outcome = run_contract(name, table.to_pandas(types_mapper=pd.ArrowDtype), related=related or {})
             self._put_json(f"{self._run_rel()}/{name}.validation.json", outcome.validation)
             outcome.publish()
+            if not outcome.passed and quarantine is not None and len(quarantine):
+                # the rows set aside are often why the contract broke (an unreadable file): keep them, say so
+                self.write(f"{name}__quarantine", quarantine, parents=parents, params=params, stage=stage,
+                           check_contract=False)  # fmt: skip
+                reason = quarantine["quarantine_reason"].iloc[0] if "quarantine_reason" in quarantine else ""
+                raise ContractViolation(
+                    name,
+                    outcome.message()
+                    + f"\n  {len(quarantine)} input rows were set aside to {name}__quarantine"
+                    + (f", e.g. {reason}" if reason else ""),
+                    outcome.stop_failures,
+                )
             outcome.raise_if_stopped()
             if outcome.quarantined is not None and len(outcome.quarantined):
                 table = to_arrow(name, outcome.clean, spec)

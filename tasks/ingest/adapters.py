@@ -153,32 +153,49 @@ def _json_reject(where: str, lineno: int, raw: bytes, exc: Exception) -> Reject:
 
 
 def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | list | Reject]]:
-    """Rows of a CSV (quoted fields may span lines: the line number is where the record starts)."""
+    """Rows of a CSV (quoted fields may span lines: the line number is where the record starts).
+
+    A bad row never ends the file: bytes that are not UTF-8 are decoded with surrogateescape, so the row
+    they sit in is quarantined naming its line, field and byte while reading goes on; a row the csv module
+    refuses (a field over the size limit) is quarantined and the reader resumes at the next line."""
     with _open_binary(path) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        text = io.TextIOWrapper(fh, encoding="utf-8", errors="surrogateescape", newline="")
         reader = csv.reader(text)
         names = None
         start = 1
-        try:
-            for row in reader:
-                if names is None and header:
-                    names = row
-                    start = reader.line_num + 1
-                    continue
-                yield start, (dict(zip(names, row, strict=False)) if header else row)
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield start, Reject(str(path), start, None, f"malformed CSV: {exc}")
                 start = reader.line_num + 1
-        except UnicodeDecodeError as exc:
-            yield (
-                start,
-                Reject(
-                    str(path),
-                    start,
-                    None,
-                    f"not UTF-8 text (byte {exc.start}: {exc.reason}); rest of file unread",
-                ),
-            )
-        except csv.Error as exc:
-            yield start, Reject(str(path), start, None, f"malformed CSV: {exc}; rest of file unread")
+                continue
+            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                raise IngestError(
+                    f"{path}: cannot be read to the end ({type(exc).__name__}: {exc})"
+                ) from None
+            bad = _undecodable(row, names if header else None)
+            if bad is not None:
+                field, byte = bad
+                yield start, Reject(str(path), start, field, f"not UTF-8 text (byte 0x{byte:02x})")
+            elif names is None and header:
+                names = row
+            else:
+                yield start, (dict(zip(names, row, strict=False)) if header else row)
+            start = reader.line_num + 1
+
+
+def _undecodable(row: list[str], names: list[str] | None) -> tuple[str | None, int] | None:
+    """(the field's name — or its position — and the first undecodable byte), or None if the row is UTF-8.
+    surrogateescape maps byte b to the lone surrogate U+DC00 + b, which no real text contains."""
+    for i, value in enumerate(row):
+        for ch in value:
+            if "\udc80" <= ch <= "\udcff":
+                field = names[i] if names is not None and i < len(names) else f"column {i + 1}"
+                return field, ord(ch) - 0xDC00
+    return None
 
 
 ItemRow = (
