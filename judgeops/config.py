@@ -9,6 +9,7 @@ the key and what was expected, e.g.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -403,14 +404,44 @@ def _loc(loc: tuple) -> str:
     return out or "(top level)"
 
 
+# a field whose value must never be echoed, and values that look like credentials wherever they sit
+_SECRET_FIELD = re.compile(r"key|token|secret|passw|credential|auth|header", re.IGNORECASE)
+_SECRET_VALUE = re.compile(
+    r"(sk|rk|pk)[-_]|AKIA|gh[pousr]_|xox[abprs]-|hf_|Bearer\s|eyJ|[A-Za-z0-9_\-+/=]{24,}"
+)
+
+
+def _got(err: dict) -> str:
+    """What the user wrote, when it is safe to show: scalars only (a mapping or list may hold anything),
+    never under a secret-sounding field, never a credential-looking string, never for an unknown field."""
+    if err["type"] in ("missing", "extra_forbidden") or "input" not in err:
+        return ""
+    value, field = err["input"], str(err["loc"][-1]) if err["loc"] else ""
+    if isinstance(value, dict | list | tuple | set):
+        return f" (got a {type(value).__name__})"
+    if _SECRET_FIELD.search(field) or (isinstance(value, str) and _SECRET_VALUE.search(value)):
+        return " (the value is not shown)"
+    return f" (got {value!r})"
+
+
+def _hint(err: dict) -> str:
+    field = str(err["loc"][-1]) if err["loc"] else ""
+    if err["type"] == "extra_forbidden" and _SECRET_FIELD.search(field):
+        return "; keys are never read from the config: name an environment variable in api_key_env, or a Prefect Secret block in api_key_secret"
+    return ""
+
+
 def parse_config(data: object, origin: str = "config") -> EvaluateConfig:
+    """Validate a parsed config; errors name each field, and never echo a value that may be a secret."""
     try:
         return EvaluateConfig.model_validate(data if data is not None else {})
     except ValidationError as exc:
         lines = [f"{origin}: invalid configuration ({exc.error_count()} problem(s))"]
-        for err in exc.errors():
-            got = f" (got {err['input']!r})" if err["type"] not in ("missing",) and "input" in err else ""
-            lines.append(f"  {origin}: {_loc(err['loc'])}: {err['msg']}{got}")
+        for err in exc.errors(include_input=True, include_url=False):
+            msg, got = err["msg"], _got(err)
+            if got.startswith(" (the") and isinstance(err["input"], str):  # a validator may quote it too
+                msg = msg.replace(err["input"], "<not shown>")
+            lines.append(f"  {origin}: {_loc(err['loc'])}: {msg}{got}{_hint(err)}")
         raise ConfigError("\n".join(lines)) from None
 
 
@@ -425,8 +456,11 @@ def load_config(path: str | Path | None = None) -> EvaluateConfig:
         raise ConfigError(f"{path}: config file not found")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # the problem and where, never the line's text: it may hold a key
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if data is not None and not isinstance(data, dict):
