@@ -191,6 +191,16 @@ def _age(iso: str) -> str:
 
 def cmd_store_ls(args) -> int:
     store = _store(args)
+    for r in store.sweep_crashed():  # a run whose process died says so, instead of "running" forever
+        swept = r["swept"]
+        console.print(
+            f"run {r['run_id']}: crashed ({r['error']}); removed {swept['temp_files_removed']} temp files"
+            + (
+                "; stopped the temporary Prefect server it left running"
+                if swept["prefect_server_stopped"]
+                else ""
+            )
+        )
     runs = store.list_runs()
     if not runs:
         console.print(f"no runs in store {store.url}")

@@ -21,6 +21,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import logging
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -35,6 +36,7 @@ from judgeops import __version__
 from judgeops.schemas.artifacts import ArtifactSchema, base_name, schema_for
 
 DEFAULT_STORE_URL = "./.judgeops/store"
+log = logging.getLogger(__name__)
 
 
 class StoreError(Exception):
@@ -51,6 +53,10 @@ class ArtifactIntegrityError(StoreError):
 
 class SchemaMismatchError(StoreError):
     pass
+
+
+class StoreWriteError(StoreError):
+    """The store could not take a write (a full disk, a read-only store, no permission): names the path."""
 
 
 class ArtifactRef(BaseModel):
@@ -134,13 +140,25 @@ class ArtifactStore:
         return full if protocol in ("file", "local") else f"{protocol}://{full}"
 
     def _put_atomic(self, rel: str, payload: bytes) -> None:
-        """Write to a temp name in the same folder, then rename: a crash never leaves a half file."""
+        """Write to a temp name in the same folder, then rename: a crash never leaves a half file, and a
+        failed write (a full disk, a read-only store) removes its temp file and says which file failed."""
         path = self._abs(rel)
-        self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
         tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-        with self.fs.open(tmp, "wb") as fh:
-            fh.write(payload)
-        self.fs.mv(tmp, path)
+        try:
+            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            with self.fs.open(tmp, "wb") as fh:
+                fh.write(payload)
+            self.fs.mv(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                if self.fs.exists(tmp):
+                    self.fs.rm(tmp)
+            what = rel.rsplit("/", 1)[-1].split(".", 1)[0]
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            raise StoreWriteError(
+                f"cannot write {what!r} to {self.display_path(rel)}: {reason}"
+                + (f" [errno {exc.errno}]" if exc.errno else "")
+            ) from exc
 
     def _put_json(self, rel: str, obj: Any) -> None:
         self._put_atomic(rel, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
@@ -350,27 +368,85 @@ class ArtifactStore:
     # -- runs ----------------------------------------------------------------------------------
     @contextlib.contextmanager
     def recording(self, flow: str, as_of: dt.date, config: Any, done: str = "completed") -> Iterator[dict]:
-        """The run record around a flow's body: "running", then `done` (with what the body added to the
-        yielded dict) or "failed" with the error."""
+        """The run record around a flow's body: "running" (with its owner process and a heartbeat), then
+        `done` (with what the body added to the yielded dict) or "failed" with the error. A process that dies
+        without either is found by `sweep_crashed` (every flow start and `judgeops store ls` run it)."""
+        from judgeops.schemas import liveness
+
+        self.sweep_crashed()
         record = {
             "flow": flow,
             "as_of": as_of.isoformat(),
             "config": config.model_dump(mode="json"),
             "started_at": _utcnow(),
+            "owner": liveness.owner(),
+            "prefect": _prefect_context(),
         }
-        self.write_run_record({**record, "status": "running"})
+        self.write_run_record({**record, "status": "running", "heartbeat_at": _utcnow()})
         extra: dict = {}
+        beat = lambda: self.write_run_record({**record, "status": "running", "heartbeat_at": _utcnow()})  # noqa: E731
         try:
-            yield extra
+            with liveness.Heartbeat(beat):
+                yield extra
         except BaseException as exc:
-            self.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+            try:
+                self.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+            except StoreWriteError as again:  # the store is full or read-only: a later sweep marks it
+                log.warning("run %s: could not record its failure: %s", self.run_id, again)
             raise
         self.write_run_record({**record, **extra, "status": done})
 
-    def write_run_record(self, record: Mapping[str, Any]) -> None:
+    def write_run_record(self, record: Mapping[str, Any], run_id: str | None = None) -> None:
         self._put_json(
-            f"{self._run_rel()}/run.json", {**record, "run_id": self.run_id, "updated_at": _utcnow()}
+            f"{self._run_rel(run_id)}/run.json",
+            {**record, "run_id": run_id or self.run_id, "updated_at": _utcnow()},
         )
+
+    def sweep_crashed(self) -> list[dict]:
+        """Mark "running" records whose owner process is gone as "crashed": remove the temp files the run
+        left and stop the temporary Prefect server it started. Then, where a Prefect API is reachable (in a
+        flow, or PREFECT_API_URL set), set every crashed run's Prefect flow run to Crashed (once). Returns
+        the records it marked crashed now."""
+        from judgeops.schemas import liveness
+
+        swept = []
+        for record in self.list_runs():
+            if record.get("status") != "running" or liveness.run_alive(record) is not False:
+                continue
+            run_id, who = record["run_id"], record["owner"]
+            removed = self._remove_temp_files(run_id)
+            context = record.get("prefect") or {}
+            stopped = liveness.stop_orphan_server(context.get("temporary_server"))
+            crashed = {
+                **record,
+                "status": "crashed",
+                "error": f"its process (pid {who['pid']} on {who['host']}) ended without finishing the run",
+                "swept": {"at": _utcnow(), "temp_files_removed": removed, "prefect_server_stopped": stopped,
+                          "prefect_state": "pending"},
+            }  # fmt: skip
+            with contextlib.suppress(StoreWriteError):  # a read-only store: reported, not fixed
+                self.write_run_record(crashed, run_id)
+            log.warning("run %s: %s; marked crashed", run_id, crashed["error"])
+            swept.append(crashed)
+        pending = [
+            r for r in self.list_runs()
+            if r.get("status") == "crashed" and (r.get("swept") or {}).get("prefect_state") == "pending"
+        ]  # fmt: skip
+        for record in _crash_prefect_flow_runs(pending):
+            with contextlib.suppress(StoreWriteError):
+                self.write_run_record({**record, "swept": {**record["swept"], "prefect_state": "crashed"}},
+                                      record["run_id"])  # fmt: skip
+        return swept
+
+    def _remove_temp_files(self, run_id: str) -> int:
+        """The `*.tmp-*` files a killed writer of `run_id` left (its folder and its index entries)."""
+        found = self.fs.glob(self._abs(f"runs/{run_id}/*.tmp-*")) + self.fs.glob(
+            self._abs(f"index/*/*/{run_id}.json.tmp-*")
+        )
+        for path in found:
+            with contextlib.suppress(OSError):
+                self.fs.rm(path)
+        return len(found)
 
     def run_record(self, run_id: str | None = None) -> dict:
         return self._get_json(f"{self._run_rel(run_id)}/run.json")
@@ -396,3 +472,49 @@ class ArtifactStore:
                 f"no {status or ''} run in store {self.url}; run `judgeops run` first".replace("  ", " ")
             )
         return runs[-1]["run_id"]
+
+
+def _prefect_context() -> dict:
+    """The Prefect flow run this record belongs to and the temporary API server its process started."""
+    from judgeops.schemas import liveness
+
+    try:
+        from prefect.runtime import flow_run
+
+        flow_run_id = flow_run.id
+    except Exception:  # outside a flow run, or prefect's runtime unavailable
+        flow_run_id = None
+    return {"flow_run_id": flow_run_id, "temporary_server": liveness.temporary_prefect_server()}
+
+
+def _crash_prefect_flow_runs(records: list[dict]) -> list[dict]:
+    """Set each record's Prefect flow run to Crashed where a Prefect API is reachable — in a flow run, or
+    with PREFECT_API_URL set (a sweep without one leaves it to the next flow's). Returns the records done."""
+    records = [r for r in records if (r.get("prefect") or {}).get("flow_run_id")]
+    if not records:
+        return []
+    done = []
+    try:
+        from prefect.client.orchestration import get_client
+        from prefect.context import FlowRunContext
+        from prefect.settings import PREFECT_API_URL
+        from prefect.states import Crashed
+
+        if FlowRunContext.get() is None and not PREFECT_API_URL.value():
+            return []
+        from prefect.exceptions import ObjectNotFound
+
+        with get_client(sync_client=True) as client:
+            for record in records:
+                flow_run_id = record["prefect"]["flow_run_id"]
+                try:
+                    run = client.read_flow_run(flow_run_id)
+                except ObjectNotFound:  # recorded by another Prefect server: nothing to fix from here
+                    done.append(record)
+                    continue
+                if run.state is not None and not run.state.is_final():
+                    client.set_flow_run_state(flow_run_id, Crashed(message=record["error"]), force=True)
+                done.append(record)
+    except Exception as exc:  # the run record already says crashed; Prefect's view is best effort
+        log.warning("could not mark the crashed runs' Prefect flow runs: %s", exc)
+    return done

@@ -9,6 +9,7 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
   --rate-limit K       answer the first K requests with 429 and `Retry-After: <--retry-after>`
   --malformed-marker S answer prompts containing S with a body that is not JSON
   --empty-marker S     answer prompts containing S with `"choices": []`
+  --delay S            wait S seconds before answering each request (a slow model: time to kill a client)
 
 With temperature > 0 and a seed, a pairwise verdict flips with probability 0.3 (seeded by seed and
 prompt): sampling, for the self-consistency tests.
@@ -29,6 +30,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -103,6 +105,8 @@ class Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.seen += 1
             seen = srv.seen
+        if srv.opts.delay:
+            time.sleep(srv.opts.delay)
         if seen <= srv.opts.rate_limit:
             return self._send(
                 429, b'{"error": "slow down"}', {"Retry-After": str(srv.opts.retry_after)}, prompt
@@ -157,14 +161,17 @@ class Handler(BaseHTTPRequestHandler):
             "model": self._model,
         }
         with srv.lock:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(payload)
-            self.wfile.flush()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):  # the client is gone (killed): not received
+                return
             with open(srv.opts.log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
             srv.answered += 1
@@ -214,6 +221,7 @@ def main() -> None:
     parser.add_argument("--retry-after", type=float, default=1)
     parser.add_argument("--malformed-marker", default="")
     parser.add_argument("--empty-marker", default="")
+    parser.add_argument("--delay", type=float, default=0.0)
     server = Server(parser.parse_args())
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

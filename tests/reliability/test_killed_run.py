@@ -1,0 +1,125 @@
+"""`judgeops run` killed with SIGKILL in the judge stage: the run shows as crashed (not running forever), the
+temporary Prefect server it started is stopped, its temp files are gone, and the rerun pays again only for
+the calls that were in flight."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from judgeops.config import JudgeConfig, dump_config
+from judgeops.schemas.store import ArtifactStore
+from tests.conftest import small_config
+from tests.openai_server import ServerProcess
+
+pytestmark = pytest.mark.slow
+CONCURRENCY = 2
+IN_FLIGHT_BOUND = max(8, 4 * CONCURRENCY)  # one chunk per judge: committed to the cache only when done
+
+
+def _judgeops(*args: str, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "judgeops.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"},
+    )
+
+
+def _prefect_servers(pid: int) -> list[psutil.Process]:
+    children = psutil.Process(pid).children(recursive=True)
+    return [c for c in children if "prefect.server.api.server:create_app" in " ".join(c.cmdline())]
+
+
+def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_only_in_flight(
+    tmp_path, figure
+):
+    server = ServerProcess(tmp_path / "requests.jsonl", "--delay", "0.25")
+    try:
+        config = small_config(str(tmp_path / "store"), n_items=24)
+        http = JudgeConfig(name="http-judge", backend="openai", model="test-model", base_url=server.url,
+                           max_concurrency=CONCURRENCY, max_pairs=8)  # fmt: skip
+        config.judges = [*config.judges, http]
+        (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+        run = _judgeops("run", cwd=tmp_path)
+        deadline = time.monotonic() + 240
+        while len(server.entries()) < 12:  # well inside the judge stage
+            assert run.poll() is None, run.stdout.read()
+            assert time.monotonic() < deadline, "the judge stage never started"
+            time.sleep(0.2)
+        orphans = _prefect_servers(run.pid)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        paid_before = len(server.entries())
+        store = ArtifactStore(str(tmp_path / "store"))
+        (killed,) = store.list_runs()
+        assert killed["status"] == "running" and orphans  # what a crash leaves: a record and a server
+
+        ls = _judgeops("store", "ls", cwd=tmp_path)
+        out = ls.communicate(timeout=120)[0]
+        assert ls.returncode == 0, out
+        record = store.run_record(killed["run_id"])
+        assert record["status"] == "crashed" and "ended without finishing" in record["error"]
+        assert f"run {killed['run_id']}: crashed" in out and "crashed" in out
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in orphans)
+        assert not list((tmp_path / "store").rglob("*.tmp-*"))
+
+        rerun = _judgeops("run", cwd=tmp_path)
+        out = rerun.communicate(timeout=600)[0]
+        assert rerun.returncode == 0, out
+        prompts = Counter(e["sha256"] for e in server.entries() if e["status"] == 200)
+        repeated = sum(n - 1 for n in prompts.values())
+        done = [r for r in store.list_runs() if r["status"] == "completed"]
+        assert len(done) == 1
+        assert store.run_record(killed["run_id"])["swept"]["prefect_state"] == "crashed"  # set by the rerun
+    finally:
+        server.stop()
+    figure("`judgeops run` SIGKILLed in the judge stage (HTTP judge, 2 in flight)",
+           f"marked crashed; temp server stopped; rerun repeats ≤ {IN_FLIGHT_BOUND} calls (one chunk)",
+           f"{paid_before} calls paid before the kill; {repeated} repeated by the rerun; status crashed")  # fmt: skip
+    assert repeated <= IN_FLIGHT_BOUND
+
+
+def test_the_prefect_flow_run_of_a_killed_run_ends_crashed(tmp_path):
+    """The Prefect side: a killed run's flow run (left Running in the API's database) is set to Crashed by
+    the next flow run's sweep."""
+    probe = (
+        "import sys, json\n"
+        "from prefect.client.orchestration import get_client\n"
+        "with get_client(sync_client=True) as c:\n"
+        "    print(json.dumps(c.read_flow_run(sys.argv[1]).state.type.value))\n"
+    )
+    server = ServerProcess(tmp_path / "requests.jsonl", "--delay", "0.25")
+    try:
+        config = small_config(str(tmp_path / "store"), n_items=24)
+        config.judges = [*config.judges, JudgeConfig(name="http-judge", backend="openai", model="m",
+                                                     base_url=server.url, max_concurrency=2, max_pairs=8)]  # fmt: skip
+        (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+        run = _judgeops("run", cwd=tmp_path)
+        while len(server.entries()) < 4:
+            assert run.poll() is None, run.stdout.read()
+            time.sleep(0.2)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        store = ArtifactStore(str(tmp_path / "store"))
+        flow_run_id = store.list_runs()[0]["prefect"]["flow_run_id"]
+        assert flow_run_id
+        rerun = _judgeops("run", cwd=tmp_path)
+        out = rerun.communicate(timeout=600)[0]
+        assert rerun.returncode == 0, out
+        state = subprocess.run([sys.executable, "-c", probe, flow_run_id], capture_output=True, text=True,
+                               timeout=180, env={**os.environ, "PREFECT_LOGGING_LEVEL": "ERROR"})  # fmt: skip
+        assert json.loads(state.stdout.strip().splitlines()[-1]) == "CRASHED", state.stderr
+    finally:
+        server.stop()
