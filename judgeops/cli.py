@@ -623,6 +623,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", help="judgeops.yaml (default: ./judgeops.yaml if present, else the embedded default)"
     )
     p.add_argument("--store", help="artifact store URL (overrides store.url of the config)")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="show tracebacks of the errors that stop a run (one line without)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the evaluate flow and print where the report and artifacts are")
@@ -789,8 +794,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _OneLineErrors:
+    """A console-handler filter: the errors that stop a run with a message meant for the user (a full disk,
+    a broken contract, an unreadable source) are logged without their traceback on the terminal. Prefect's
+    API handler runs first (it sits on the flow- and task-run loggers), so the Prefect UI keeps the traceback;
+    `--debug` keeps it on the terminal too."""
+
+    def filter(self, record) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], _stopping_errors() + (ConfigError,)):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _quiet_tracebacks() -> None:
+    import logging
+
+    import prefect.main  # noqa: F401 - sets up Prefect's logging, whose console handler gets the filter
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(
+            isinstance(f, _OneLineErrors) for f in handler.filters
+        ):
+            handler.addFilter(_OneLineErrors())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not args.debug and args.command in ("run", "ingest", "recalibrate", "backfill"):
+        _quiet_tracebacks()
     try:
         return args.fn(args)
     except ConfigError as exc:
