@@ -342,12 +342,32 @@ class ArtifactStore:
         if not self.fs.exists(folder):
             return None
         for path in sorted(self.fs.ls(folder, detail=False), reverse=True):
+            if ".tmp-" in path:
+                continue
             entry = json.loads(self.fs.cat_file(path))
             refs = {n: ArtifactRef(**r) for n, r in entry["outputs"].items()}
-            if all(self.fs.exists(self._abs(r.path)) for r in refs.values()):
-                for r in refs.values():
-                    self.read_bytes(r)  # a corrupted artifact fails loudly here, never silently reused
+            why = next((w for w in map(self._not_reusable, refs.values()) if w), None)
+            if why is None:
                 return refs
+            # never silently reused, never a dead end: this stage (and what its new outputs change) recomputes
+            log.warning("stage %s: not reusing the outputs of run %s: %s; computing it again", stage,
+                        next(iter(refs.values())).run_id if refs else "?", why)  # fmt: skip
+        return None
+
+    def _not_reusable(self, ref: ArtifactRef) -> str | None:
+        """Why an earlier run's artifact must not be reused (missing, corrupted, an older schema), or None."""
+        if not self.fs.exists(self._abs(ref.path)):
+            return f"artifact {ref.name!r}: data file {self.display_path(ref.path)} is missing"
+        try:
+            self.read_bytes(ref)
+            manifest = self.manifest(ref.name, ref.run_id)
+            if manifest.get("sha256") != ref.sha256:  # what readers check the data against
+                self.read_bytes(ArtifactRef(**{k: manifest[k] for k in ArtifactRef.model_fields}))
+        except StoreError as exc:
+            return str(exc)
+        version = manifest.get("schema_version")
+        if manifest.get("kind") == "table" and version != schema_for(ref.name).version:
+            return f"artifact {ref.name!r} was written with schema v{version}, this code writes v{schema_for(ref.name).version}"
         return None
 
     def record_stage_outputs(self, stage: str, key: str, refs: Mapping[str, ArtifactRef]) -> None:
