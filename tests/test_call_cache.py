@@ -79,3 +79,25 @@ def test_many_processes_opening_a_new_cache_at_once_all_succeed(tmp_path):
         assert [p.exitcode for p in procs] == [0] * 8, f"round {round_}"
         with CallCache(path) as cache:
             assert cache.stats()[0]["calls"] == 8
+
+
+def _claim_and_die(path: str) -> None:
+    cache = CallCache(path)
+    mine, _ = cache.claim(["a", "b"])
+    assert mine == {"a", "b"}
+    os._exit(9)  # killed while its calls were in flight
+
+
+def test_a_dead_caller_s_claims_are_taken_over_and_a_live_one_s_are_waited_for(tmp_path):
+    path = str(tmp_path / "calls.sqlite")
+    proc = mp.get_context("spawn").Process(target=_claim_and_die, args=(path,))
+    proc.start()
+    proc.join(timeout=60)
+    assert proc.exitcode == 9
+    with CallCache(path) as live, CallCache(path) as other:
+        assert live.claim(["a", "b", "c"]) == ({"a", "b", "c"}, set())  # the dead owner's keys are free again
+        assert other.claim(["a", "c", "d"]) == ({"d"}, {"a", "c"})  # a live owner's are not
+        live.put_many("openai", "m", {"a": Reply(text="A")})
+        live.release(["a", "c"])  # "a" answered, "c" failed: others may call "c" themselves
+        got = other.wait_for({"a", "c"}, poll_s=0.01)
+        assert set(got) == {"a"} and other.claim(["c"]) == ({"c"}, set())

@@ -9,7 +9,8 @@ backend: the protocol (protocols.py) turns a unit into requests, each keyed by c
 from the cache (cache.py) and never reach the backend; misses go to the backend in small chunks (at most
 `batch_size`, about four requests per concurrency slot), and each finished chunk is committed to the cache
 before the next starts, so a crash loses at most one chunk and a rerun pays only for what was never
-answered. The backend is created
+answered. Runs sharing a cache file share in-flight calls: a miss is claimed before it is called, and a key
+another live run has claimed is waited for in the cache, not paid again (cache.py). The backend is created
 only when there is a miss: a warm rerun neither loads a model nor opens a connection.
 """
 
@@ -137,18 +138,31 @@ def complete_cached(
     step = on_step or (lambda hits, answered, failed: None)
     replies = cache.get_many(sorted({c.key for c in calls}))
     step(sum(c.key in replies for c in calls), 0, 0)
-    misses = list({c.key: c for c in calls if c.key not in replies}.values())
-    for start in range(0, len(misses), chunk_size):
-        chunk = misses[start : start + chunk_size]
-        backend = backend or get_backend(judge)
-        try:
-            got = backend.complete(chunk)
-        except JudgeBackendError as exc:
-            cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
-            raise
-        cache.put_many(judge.backend, judge.model, got)
-        replies.update(got)
-        step(0, len(got), sum(r.transport_failure for r in got.values()))
+    pending = list({c.key: c for c in calls if c.key not in replies}.values())
+    while pending:  # claim what nobody is calling, call it, then wait for what other runs are calling
+        mine, theirs = cache.claim([c.key for c in pending])
+        landed = cache.get_many([c.key for c in pending if c.key not in mine and c.key not in theirs])
+        replies.update(landed)  # answered by another run since the lookup
+        if landed:
+            step(len(landed), 0, 0)
+        own = [c for c in pending if c.key in mine]
+        for start in range(0, len(own), chunk_size):
+            chunk = own[start : start + chunk_size]
+            backend = backend or get_backend(judge)
+            try:
+                got = backend.complete(chunk)
+            except JudgeBackendError as exc:
+                cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
+                cache.release([c.key for c in own])
+                raise
+            cache.put_many(judge.backend, judge.model, got)
+            cache.release([c.key for c in chunk])
+            replies.update(got)
+            step(0, len(got), sum(r.transport_failure for r in got.values()))
+        if theirs:
+            shared = cache.wait_for(theirs, on_found=lambda got: step(len(got), 0, 0))
+            replies.update(shared)
+        pending = [c for c in pending if c.key not in replies and c.key in theirs]
     return replies
 
 

@@ -5,13 +5,22 @@ survive a crash, many readers and writers across processes (WAL mode, busy timeo
 A hit never reaches the backend. Only replies the backend actually produced are stored — parsed or
 unparsable, with the raw body; transport failures (timeouts, 5xx, refused connections) never are, so a
 rerun retries exactly the calls that failed.
+
+Concurrent runs share in-flight calls: before calling the backend a caller claims the keys it misses (one
+transaction; the `claims` table), calls only those it won, and waits on the cache for the keys another live
+caller holds — one pays, the others read its answers. A claim whose owner died (same host: its process is
+gone; another host: not refreshed for CLAIM_TTL_S) is taken over, so a crash never blocks anyone for long.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from judgeops.tasks.judges.calls import Reply
@@ -52,6 +61,28 @@ def _retry_while_locked(step, seconds: float) -> None:
             pause = min(pause * 2, 0.5)
 
 
+_CLAIMS = """
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    claimed REAL NOT NULL
+)
+"""
+CLAIM_TTL_S = 600.0  # a claim from another host not refreshed this long is taken for dead
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
 class CallCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -59,11 +90,14 @@ class CallCache:
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA synchronous=NORMAL")
         _retry_while_locked(self._set_up, seconds=60)
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
 
     def _set_up(self) -> None:
         if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
+        self._db.execute(_CLAIMS)
 
     def close(self) -> None:
         self._db.close()
@@ -149,3 +183,82 @@ class CallCache:
             n = self._db.execute(sql, args).rowcount
         self._db.execute("VACUUM")
         return n
+
+    # -- in-flight calls shared across runs -----------------------------------------------------
+    def claim(self, keys: list[str]) -> tuple[set[str], set[str]]:
+        """(the keys this handle now owns and must call, the keys a live other caller is calling). Keys
+        already answered are in neither; dead owners' claims are taken over."""
+        now, mine, theirs = time.time(), set(), set()
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                done = {
+                    k for (k,) in self._db.execute(f"SELECT key FROM calls WHERE key IN ({marks})", chunk)
+                }
+                held = self._db.execute(
+                    f"SELECT key, owner, host, pid, claimed FROM claims WHERE key IN ({marks})", chunk
+                )
+                dead = [
+                    k
+                    for k, owner, host, pid, claimed in held
+                    if owner != self.owner and self._dead(host, pid, claimed, now)
+                ]
+                self._db.executemany("DELETE FROM claims WHERE key = ?", [(k,) for k in dead])
+                free = [k for k in chunk if k not in done]
+                self._db.executemany("INSERT OR IGNORE INTO claims VALUES (?,?,?,?,?)",
+                                     [(k, self.owner, self.host, self.pid, now) for k in free])  # fmt: skip
+                for key, owner in self._db.execute(
+                    f"SELECT key, owner FROM claims WHERE key IN ({marks})", chunk
+                ):
+                    (mine if owner == self.owner else theirs).add(key)
+        return mine, theirs - mine
+
+    def _dead(self, host: str, pid: int, claimed: float, now: float) -> bool:
+        if host == self.host:
+            return not _pid_alive(pid)
+        return now - claimed > CLAIM_TTL_S
+
+    def release(self, keys: list[str]) -> None:
+        """Drop this handle's claims on `keys` (answered or failed: a failed call may be retried by anyone),
+        and refresh the rest of its claims (they are still being worked on)."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany(
+                "DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in keys]
+            )
+            self._db.execute("UPDATE claims SET claimed = ? WHERE owner = ?", (time.time(), self.owner))
+
+    def wait_for(self, keys: set[str], poll_s: float = 0.2, give_up_s: float = 3600.0,
+                 on_found: Callable[[dict[str, Reply]], None] | None = None) -> dict[str, Reply]:  # fmt: skip
+        """Replies for keys other callers are calling, as they land in the cache. Returns when every key is
+        answered or no longer claimed by a live caller (its call failed, or its owner died): the caller
+        claims those again."""
+        found: dict[str, Reply] = {}
+        waiting, deadline = set(keys), time.monotonic() + give_up_s
+        while waiting and time.monotonic() < deadline:
+            got = self.get_many(sorted(waiting))
+            if got:
+                found.update(got)
+                waiting -= set(got)
+                if on_found:
+                    on_found(got)
+            if not waiting:
+                break
+            if not self._held_by_others(sorted(waiting)):
+                break
+            time.sleep(poll_s)
+        return found
+
+    def _held_by_others(self, keys: list[str]) -> set[str]:
+        now, theirs = time.time(), set()
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, owner, host, pid, claimed in self._db.execute(
+                f"SELECT key, owner, host, pid, claimed FROM claims WHERE key IN ({marks})", chunk
+            ):
+                if owner != self.owner and not self._dead(host, pid, claimed, now):
+                    theirs.add(key)
+        return theirs
