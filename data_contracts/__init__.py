@@ -156,9 +156,17 @@ class RowCheck:
 
 
 def _row_checks(artifact: str, df: pd.DataFrame) -> list[tuple[Any, bool, dict, str | None]]:
+    from judgeops.data_contracts.suites import coverage_problems
     from judgeops.tasks.construct.verify import pair_problems
 
     checks = {
+        "coverage": [
+            RowCheck(
+                "every expected call accounted for, errors by cause",
+                coverage_problems,
+                kwargs={"column_list": ["judge_id", "n_expected", "n_answered", "n_error"]},
+            ),
+        ],
         "pairs": [
             RowCheck(
                 "verify_pair(recorded edit, error type)",

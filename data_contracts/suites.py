@@ -163,15 +163,45 @@ def verdicts_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
+COVERAGE_CAUSES = ("n_rate_limited", "n_server_error", "n_client_error", "n_timeout", "n_connection",
+                   "n_other_error", "n_missing")  # fmt: skip
+
+
+def coverage_problems(coverage: pd.DataFrame) -> pd.Series:
+    """Per judge: '' when every expected call is accounted for (answered, tie, unparsable, or an error of one
+    named cause), else what does not add up."""
+    accounted = coverage[["n_answered", "n_tie", "n_unparsable", *COVERAGE_CAUSES]].sum(axis=1)
+    by_cause = coverage[list(COVERAGE_CAUSES)].sum(axis=1)
+    return pd.Series(
+        [
+            ("" if a == e else f"{e} calls expected, {a} accounted for")
+            + ("" if c == n else f"; n_error {n} but its causes sum to {c}")
+            for a, e, c, n in zip(
+                accounted, coverage["n_expected"], by_cause, coverage["n_error"], strict=True
+            )
+        ],
+        index=coverage.index,
+    )
+
+
 def coverage_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_keys("judge_id"),
         _probability("coverage"),
         *[
             gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta=STOP)
-            for c in ("n_expected", "n_answered", "n_tie", "n_unparsable", "n_error", "n_calls", "cache_hits")
+            for c in (
+                "n_expected",
+                "n_answered",
+                "n_tie",
+                "n_unparsable",
+                "n_error",
+                "n_calls",
+                "cache_hits",
+                *COVERAGE_CAUSES,
+            )
         ],
-    ]
+    ]  # and every expected call accounted for, by cause: coverage_problems, a row check (data_contracts)
 
 
 def consensus_suite(related: Mapping[str, pd.DataFrame]) -> Suite:

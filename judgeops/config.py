@@ -210,6 +210,12 @@ class JudgeConfig(_Strict):
     tokens_per_minute: float | None = Field(None, gt=0, description="token-bucket token rate limit")
     timeout_s: float = Field(60.0, gt=0, description="per-call timeout")
     max_retries: int = Field(5, ge=0, le=20, description="retries of 429/5xx/timeouts/connection errors")
+    rate_limit_wait_s: float = Field(
+        600.0,
+        ge=0,
+        description="openai: Retry-After waiting allowed per call; a 429 that says when to come back is "
+        "waited out within it without spending a retry",
+    )
     breaker_failures: int = Field(
         5, ge=1, description="calls failing in a row (after retries) that stop the batch"
     )

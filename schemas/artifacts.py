@@ -174,7 +174,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "coverage",
-            2,
+            3,
             _s(
                 pa.field("judge_id", _STR, nullable=False),
                 pa.field("n_expected", pa.int64()),
@@ -182,6 +182,14 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("n_tie", pa.int64()),
                 pa.field("n_unparsable", pa.int64()),
                 pa.field("n_error", pa.int64()),
+                # n_error by cause (tasks/judges: failure_cause), and expected calls with no row at all
+                pa.field("n_rate_limited", pa.int64()),
+                pa.field("n_server_error", pa.int64()),
+                pa.field("n_client_error", pa.int64()),
+                pa.field("n_timeout", pa.int64()),
+                pa.field("n_connection", pa.int64()),
+                pa.field("n_other_error", pa.int64()),
+                pa.field("n_missing", pa.int64()),
                 pa.field("coverage", _F),
                 pa.field("n_calls", pa.int64()),
                 pa.field("cache_hits", pa.int64()),

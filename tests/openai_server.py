@@ -10,6 +10,9 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
   --malformed-marker S answer prompts containing S with a body that is not JSON
   --empty-marker S     answer prompts containing S with `"choices": []`
   --delay S            wait S seconds before answering each request (a slow model: time to kill a client)
+  --fail-5xx K         answer the first K requests with 503 (no Retry-After): a burst of server errors
+  --stall K --stall-s S   hold the first K requests S seconds before answering (past a client's timeout)
+  --drop K             for the first K requests send the headers and half the body, then close the connection
 
 With temperature > 0 and a seed, a pairwise verdict flips with probability 0.3 (seeded by seed and
 prompt): sampling, for the self-consistency tests.
@@ -111,6 +114,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(
                 429, b'{"error": "slow down"}', {"Retry-After": str(srv.opts.retry_after)}, prompt
             )
+        if seen <= srv.opts.fail_5xx:
+            return self._send(503, b'{"error": "overloaded"}', {}, prompt)
+        if seen <= srv.opts.stall:
+            time.sleep(srv.opts.stall_s)
+        if seen <= srv.opts.drop:
+            return self._send(200, b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, ' * 4,
+                              {}, prompt, drop=True)  # fmt: skip
         if srv.opts.malformed_marker and srv.opts.malformed_marker in prompt:
             return self._send(200, b'{"id": "x", "choices": [', {}, prompt)
         if srv.opts.empty_marker and srv.opts.empty_marker in prompt:
@@ -148,9 +158,12 @@ class Handler(BaseHTTPRequestHandler):
         }
         self._send(200, json.dumps(content).encode(), {}, prompt)
 
-    def _send(self, status: int, payload: bytes, headers: dict[str, str], prompt: str) -> None:
+    def _send(
+        self, status: int, payload: bytes, headers: dict[str, str], prompt: str, drop: bool = False
+    ) -> None:
         """Send and log one response. Under the server's lock, so a response is either sent and logged, or
-        (after --die-after answers) never sent: the log is exactly what clients received."""
+        (after --die-after answers) never sent: the log is what clients received, plus (status 0) the
+        responses whose client had already gone."""
         srv: Server = self.server  # type: ignore[assignment]
         entry = {
             "sha256": hashlib.sha256(prompt.encode()).hexdigest(),
@@ -159,21 +172,28 @@ class Handler(BaseHTTPRequestHandler):
             "authorized": "authorization" in {h.lower() for h in self.headers},
             "key_sha256": hashlib.sha256(self.headers.get("authorization", "").encode()).hexdigest(),
             "model": self._model,
+            "t": time.time(),
+            "dropped": drop,
         }
         with srv.lock:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", str(len(payload) * (2 if drop else 1)))
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(payload)
                 self.wfile.flush()
-            except (BrokenPipeError, ConnectionResetError):  # the client is gone (killed): not received
-                return
+                if drop:  # half the promised body, then the connection goes away
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+            except (BrokenPipeError, ConnectionResetError):  # the client is gone (gave up, or killed)
+                entry.update(status=0, client_gone=True)  # seen, never received: logged as such
             with open(srv.opts.log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
+            if entry.get("client_gone"):
+                return
             srv.answered += 1
             if srv.opts.die_after and srv.answered >= srv.opts.die_after:
                 os._exit(3)  # killed mid-run: no clean shutdown, connections in flight are dropped
@@ -222,6 +242,10 @@ def main() -> None:
     parser.add_argument("--malformed-marker", default="")
     parser.add_argument("--empty-marker", default="")
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--fail-5xx", type=int, default=0)
+    parser.add_argument("--stall", type=int, default=0)
+    parser.add_argument("--stall-s", type=float, default=0.0)
+    parser.add_argument("--drop", type=int, default=0)
     server = Server(parser.parse_args())
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

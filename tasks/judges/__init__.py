@@ -17,6 +17,7 @@ only when there is a miss: a warm rerun neither loads a model nor opens a connec
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -370,6 +371,36 @@ def transport_failures(verdicts: pd.DataFrame) -> int:
     return int(verdicts["error"].fillna("").str.startswith("transport").sum())
 
 
+FAILURE_CAUSES = ("rate_limited", "server_error", "client_error", "timeout", "connection", "other_error")
+_CONNECTION = (
+    "ConnectError",
+    "RemoteProtocolError",
+    "ReadError",
+    "WriteError",
+    "NetworkError",
+    "ProtocolError",
+)
+
+
+def failure_cause(error: str | None) -> str | None:
+    """Why a call gave no verdict, from its recorded error: unparsable (the server answered, not a
+    completion), rate_limited (429 after the retries), server_error (5xx), client_error (other 4xx),
+    timeout, connection (refused, dropped mid-body), other_error."""
+    if not error:
+        return None
+    if error.startswith("unparsable"):
+        return "unparsable"
+    status = re.search(r"HTTP (\d{3})", error)
+    if status:
+        code = int(status.group(1))
+        return "rate_limited" if code == 429 else "server_error" if code >= 500 else "client_error"
+    if "Timeout" in error:
+        return "timeout"
+    if any(name in error for name in _CONNECTION):
+        return "connection"
+    return "other_error"
+
+
 def coverage(
     verdicts: pd.DataFrame,
     variants: pd.DataFrame,
@@ -377,7 +408,8 @@ def coverage(
     pairs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per judge: calls expected (every variant, or its max_pairs subset), verdicts usable, ties,
-    unparsable outputs, errors, backend calls made and cache hits.
+    unparsable outputs, errors — split by cause (`failure_cause`; n_error = their sum + n_missing) — backend
+    calls made and cache hits.
 
     A missing row counts as an error: nothing is lost silently.
     """
@@ -389,7 +421,9 @@ def coverage(
         answered = int(v["verdict"].isin(["A", "B"]).sum())
         tie = int((v["verdict"] == "tie").sum())
         unparsable = int((v["verdict"].isna() & v["error"].fillna("").str.startswith("unparsable")).sum())
-        error = int((v["verdict"].isna()).sum()) - unparsable + (n_expected - v["variant_id"].nunique())
+        missing = n_expected - v["variant_id"].nunique()
+        error = int((v["verdict"].isna()).sum()) - unparsable + missing
+        causes = v.loc[v["verdict"].isna(), "error"].map(failure_cause).value_counts()
         rows.append(
             {
                 "judge_id": judge.name,
@@ -398,6 +432,8 @@ def coverage(
                 "n_tie": tie,
                 "n_unparsable": unparsable,
                 "n_error": error,
+                **{f"n_{c}": int(causes.get(c, 0)) for c in FAILURE_CAUSES},
+                "n_missing": missing,
                 "coverage": answered / n_expected if n_expected else 0.0,
                 "n_calls": int(v["n_calls"].sum()),
                 "cache_hits": int(v["cache_hits"].sum()),

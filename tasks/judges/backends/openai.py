@@ -121,6 +121,7 @@ class OpenAIBackend:
         self.url = judge.base_url.rstrip("/") + "/chat/completions"
         self._key = resolve_api_key(judge)
         self.breaker = _Breaker(judge.breaker_failures)
+        self._pause_until = 0.0  # monotonic time before which no call is sent (a 429's Retry-After)
 
     def close(self) -> None:
         pass
@@ -203,10 +204,17 @@ class OpenAIBackend:
         return body
 
     async def _call(self, client: httpx.AsyncClient, call: Call) -> Reply:
+        """One call with its retries. A 429 that says when to come back (Retry-After) is not a failure: it
+        is waited out — by every call of this batch, which pause together instead of adding to the storm —
+        without spending a retry, within `rate_limit_wait_s` per call. Everything else retryable spends one."""
         body = self._body(call)
         last = ""
         t0 = time.perf_counter()
-        for attempt in range(self.judge.max_retries + 1):
+        attempt, rate_waited = 0, 0.0
+        while True:
+            pause = self._pause_until - time.monotonic()
+            if pause > 0:  # another call of this batch was told to come back later
+                await asyncio.sleep(pause)
             wait = None
             try:
                 response = await client.post(self.url, json=body)
@@ -221,9 +229,17 @@ class OpenAIBackend:
                 if response.status_code not in _RETRY_STATUS:
                     break  # 400/401/404...: retrying will not help
                 wait = retry_after_seconds(response.headers.get("retry-after"))
-            if attempt < self.judge.max_retries:
-                backoff = min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)  # jittered exponential
-                await asyncio.sleep(wait if wait is not None else backoff)
+                if response.status_code == 429 and wait is not None:
+                    self._pause_until = max(self._pause_until, time.monotonic() + wait)
+                    if rate_waited + wait <= self.judge.rate_limit_wait_s:
+                        rate_waited += wait
+                        await asyncio.sleep(wait)
+                        continue
+            if attempt >= self.judge.max_retries:
+                break
+            backoff = min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)  # jittered exponential
+            attempt += 1
+            await asyncio.sleep(wait if wait is not None else backoff)
         return Reply(error=f"transport: {last}", latency_ms=(time.perf_counter() - t0) * 1000)
 
 

@@ -1,0 +1,135 @@
+"""A judge server that misbehaves: killed and restarted, 429 storms, 5xx bursts, stalls past the timeout,
+connections dropped mid-body, malformed or empty completions. The stage completes, no call is lost (every
+expected call is a verdict or an error with its cause in `coverage`), Retry-After is honoured, and what could
+not be answered is told apart by cause."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+
+from judgeops.config import BankSource, ConstructionConfig, JudgeConfig
+from judgeops.data_contracts.suites import coverage_problems
+from judgeops.tasks.construct import construct
+from judgeops.tasks.ingest import ingest_items
+from judgeops.tasks.judges import coverage, judge_variants
+from tests.openai_server import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def built():
+    items = ingest_items([BankSource(n_items=12, seed=3)]).items
+    return items, construct(items, ConstructionConfig())
+
+
+def _judge(url: str, **kw) -> JudgeConfig:
+    base = {"name": "http", "backend": "openai", "model": "m", "base_url": url, "max_concurrency": 4,
+            "max_retries": 4, "breaker_failures": 10_000, "timeout_s": 5}  # fmt: skip
+    return JudgeConfig(**{**base, **kw})
+
+
+def _run(built, judge, tmp_path, n=40):
+    items, b = built
+    variants = b["variants"].head(n)
+    t0 = time.monotonic()
+    verdicts = judge_variants(
+        variants, b["pairs"], items, [judge], "r", cache_path=str(tmp_path / "c.sqlite")
+    )
+    table = coverage(verdicts, variants, [judge])
+    assert (coverage_problems(table) == "").all()  # every expected call accounted for, by cause
+    return verdicts, table.iloc[0], time.monotonic() - t0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+RECOVERABLE = {
+    "429 storm (first 30 requests, Retry-After 0.5 s)": ("--rate-limit", "30", "--retry-after", "0.5"),
+    "5xx burst (first 20 requests 503)": ("--fail-5xx", "20"),
+    "stalls past the 1 s timeout (first 6 requests held 3 s)": ("--stall", "6", "--stall-s", "3"),
+    "connections dropped mid-body (first 8 requests)": ("--drop", "8"),
+}
+
+
+@pytest.mark.parametrize("fault", list(RECOVERABLE))
+def test_transient_faults_are_retried_to_completion(built, tmp_path, fault, figure):
+    server = ServerProcess(tmp_path / "requests.jsonl", *RECOVERABLE[fault])
+    try:
+        verdicts, cov, elapsed = _run(built, _judge(server.url, timeout_s=1, max_retries=6), tmp_path)
+        log = server.entries()
+    finally:
+        server.stop()
+    waits = []
+    tries = defaultdict(list)
+    for e in log:
+        tries[e["sha256"]].append(e)
+    retried = sum(len(attempts) - 1 for attempts in tries.values())  # requests the server saw again
+    for attempts in tries.values():  # the gap after each 429 (the client's next attempt of that prompt)
+        waits += [b["t"] - a["t"] for a, b in zip(attempts, attempts[1:], strict=False) if a["status"] == 429]
+    assert cov["coverage"] == 1.0 and cov["n_error"] == 0 and len(verdicts) == cov["n_expected"]
+    if "429" in fault:
+        assert waits and min(waits) >= 0.5 - 0.05  # Retry-After honoured (server clock, 50 ms slack)
+    figure(f"judge server: {fault}", "completes; calls lost = 0; Retry-After honoured",
+           f"{int(cov['n_answered'])} of {int(cov['n_expected'])} answered, {retried} requests retried; "
+           f"0 lost; {elapsed:.1f} s" + (f"; shortest wait after a 429: {min(waits):.2f} s" if waits else ""))  # fmt: skip
+
+
+def test_a_server_killed_and_restarted_mid_stage_is_waited_out(built, tmp_path, figure):
+    port = _free_port()
+    first = ServerProcess(
+        tmp_path / "requests.jsonl", "--port", str(port), "--die-after", "12", "--delay", "0.05"
+    )
+    second: list[ServerProcess] = []
+
+    def restart() -> None:
+        first.proc.wait(timeout=60)
+        time.sleep(1.0)  # down for a second
+        second.append(ServerProcess(tmp_path / "requests.jsonl", "--port", str(port)))
+
+    keeper = threading.Thread(target=restart)
+    keeper.start()
+    try:
+        verdicts, cov, elapsed = _run(built, _judge(first.url, max_retries=6), tmp_path)
+        keeper.join()
+        answered = [e["sha256"] for e in first.entries() if e["status"] == 200]
+    finally:
+        for s in [first, *second]:
+            s.stop()
+    assert cov["coverage"] == 1.0 and cov["n_error"] == 0
+    repeated = len(answered) - len(set(answered))
+    assert repeated == 0  # nothing the server answered was asked again
+    figure("judge server killed after 12 answers, back 1 s later (same port)", "completes; calls lost = 0",
+           f"{int(cov['n_answered'])} of {int(cov['n_expected'])} answered; 0 lost; {repeated} answered twice; "
+           f"{elapsed:.1f} s")  # fmt: skip
+
+
+EXHAUSTED = {
+    "429 every time": (("--rate-limit", "100000", "--retry-after", "0.01"), {"max_retries": 1, "rate_limit_wait_s": 0.05}, "n_rate_limited"),
+    "503 every time": (("--fail-5xx", "100000"), {"max_retries": 1}, "n_server_error"),
+    "every request stalls past the timeout": (("--stall", "100000", "--stall-s", "2"), {"max_retries": 0, "timeout_s": 0.5}, "n_timeout"),
+    "every connection dropped mid-body": (("--drop", "100000"), {"max_retries": 0}, "n_connection"),
+    "malformed JSON or an empty choice list": (("--malformed-marker", "It ", "--empty-marker", "The "), {}, "n_unparsable"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fault", list(EXHAUSTED))
+def test_what_cannot_be_answered_is_counted_by_cause(built, tmp_path, fault, figure):
+    flags, judge_kw, column = EXHAUSTED[fault]
+    server = ServerProcess(tmp_path / "requests.jsonl", *flags)
+    try:
+        verdicts, cov, _ = _run(built, _judge(server.url, **judge_kw), tmp_path, n=12)
+    finally:
+        server.stop()
+    assert cov[column] > 0 and len(verdicts) == cov["n_expected"]
+    if column != "n_unparsable":
+        assert cov[column] == cov["n_expected"] == cov["n_error"]  # every call, all under its own cause
+    figure(f"judge server: {fault}, retries exhausted", "the coverage artifact counts each failure by cause",
+           f"{column} = {int(cov[column])} of {int(cov['n_expected'])}; answered {int(cov['n_answered'])}; "
+           "0 unaccounted")  # fmt: skip
