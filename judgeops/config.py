@@ -86,6 +86,9 @@ class FileSource(_Strict):
     )
     license: str | None = Field(None, description="default: the known licence of the format's public release")
     limit: int | None = Field(None, ge=1, description="read at most this many rows per file")
+    max_text_chars: int = Field(
+        50_000, ge=1, description="a question, answer or solution longer than this is quarantined"
+    )
 
 
 class InboxSource(_Strict):

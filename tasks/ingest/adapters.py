@@ -255,6 +255,18 @@ def item_row(
     )
 
 
+def _text_problem(value, field: str, max_chars: int, numbers: bool = True) -> tuple[str, str] | None:
+    """(field, reason) when a text field holds something other than text (a number is fine for answers),
+    or more characters than `max_chars`; None when it is usable."""
+    if value.__class__ is str:
+        if len(value) > max_chars:
+            return field, f"{len(value):,} characters, over the {max_chars:,} limit (max_text_chars)"
+        return None
+    if numbers and isinstance(value, int | float) and not isinstance(value, bool):
+        return None
+    return field, f"expected text, got {type(value).__name__}"
+
+
 def _blank(value) -> bool:
     return value is None or (value.__class__ is str and not value.strip())
 
@@ -420,6 +432,7 @@ def read_generic(path: Path, src: FileSource, source_name: str | None = None) ->
     q_field, g_field, id_field = src.question_field, src.gold_field, src.id_field
     c_field, s_field = src.choices_field, src.solution_field
     domain, license = src.domain or "general", src.license or "unknown"
+    max_chars = src.max_text_chars
     for line, rec in _generic_records(path, src.format):
         if rec.__class__ is Reject:
             yield rec
@@ -427,6 +440,12 @@ def read_generic(path: Path, src: FileSource, source_name: str | None = None) ->
         question, gold = rec.get(q_field), rec.get(g_field)
         if _blank(question) or _blank(gold):
             yield _required(rec, q_field if _blank(question) else g_field, where, line)
+            continue
+        bad = _text_problem(question, q_field, max_chars, numbers=False) or _text_problem(
+            gold, g_field, max_chars
+        )
+        if bad:
+            yield Reject(where, line, *bad)
             continue
         item_id = None
         if id_field:
@@ -450,6 +469,10 @@ def read_generic(path: Path, src: FileSource, source_name: str | None = None) ->
             yield Reject(where, line, g_field, f"letter {gold!r} is not among the choices A-{last}")
             continue
         solution = rec.get(s_field) if s_field else None
+        bad = _text_problem(solution, s_field, max_chars) if solution else None
+        if bad:
+            yield Reject(where, line, *bad)
+            continue
         steps = sentences(str(solution)) if solution else None
         yield item_row(
             name,

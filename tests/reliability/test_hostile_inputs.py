@@ -68,3 +68,64 @@ def test_a_source_with_no_usable_row_says_why_and_keeps_the_quarantine(tmp_path)
     )
     assert store.read_pandas(store.ref("items__quarantine"))["quarantine_row"].tolist() == [2, 3, 4]
     assert not store.exists("items")
+
+
+KINDS = ("bad JSON", "missing field", "wrong type", "non-UTF-8", "duplicate id", "oversize text")
+
+
+def _million_rows(path, n: int, bad_every: int) -> dict[str, int]:
+    """n JSONL rows; every `bad_every`-th is malformed, cycling through KINDS. Returns how many of each."""
+    made = dict.fromkeys(KINDS, 0)
+    big = "x" * 60_000
+    with open(path, "wb") as fh:
+        for i in range(n):
+            kind = KINDS[(i // bad_every) % len(KINDS)] if i % bad_every == bad_every - 1 else None
+            if kind is None:
+                line = b'{"id": "r%d", "question": "What is %d + 1?", "answer": "%d"}\n' % (i, i, i + 1)
+            else:
+                made[kind] += 1
+                line = {
+                    "bad JSON": b'{"id": "r%d", "question": "What is %d + 1?", "answer": \n' % (i, i),
+                    "missing field": b'{"id": "r%d", "question": "What is %d + 1?"}\n' % (i, i),
+                    "wrong type": b'{"id": "r%d", "question": {"text": "What is %d + 1?"}, "answer": "1"}\n'
+                    % (i, i),
+                    "non-UTF-8": b'{"id": "r%d", "question": "Caf\xe9 %d?", "answer": "1"}\n' % (i, i),
+                    "duplicate id": b'{"id": "r0", "question": "Again %d?", "answer": "1"}\n' % i,
+                    "oversize text": b'{"id": "r%d", "question": "%s %d?", "answer": "1"}\n'
+                    % (i, big.encode(), i),
+                }[kind]
+            fh.write(line)
+    return made
+
+
+@pytest.mark.slow
+def test_a_million_rows_with_one_percent_malformed_lose_nothing(tmp_path, figure):
+    import time
+
+    path = tmp_path / "big.jsonl"
+    made = _million_rows(path, 1_000_000, 100)
+    t0 = time.perf_counter()
+    result = ingest_items([FileSource(path=str(path), id_field="id")])
+    seconds = time.perf_counter() - t0
+    q = result.quarantine
+    accepted, quarantined = len(result.items), len(q)
+    assert accepted + quarantined == 1_000_000  # rows in = rows accepted + rows quarantined
+    assert quarantined == sum(made.values()) == 10_000
+    assert q["quarantine_row"].notna().all() and q["quarantine_reason"].str.startswith(str(path)).all()
+    rule = q["quarantine_rule"]
+    by_kind = {
+        "bad JSON": (rule == "ingest:record") & q["quarantine_reason"].str.contains("not valid JSON"),
+        "missing field": (rule == "ingest:answer") & q["quarantine_reason"].str.contains("missing field"),
+        "wrong type": (rule == "ingest:question")
+        & q["quarantine_reason"].str.contains("expected text, got dict"),
+        "non-UTF-8": q["quarantine_reason"].str.contains("not UTF-8"),
+        "duplicate id": (rule == "ingest:id") & q["quarantine_reason"].str.contains("duplicate id 'r0'"),
+        "oversize text": (rule == "ingest:question")
+        & q["quarantine_reason"].str.contains("characters, over the"),
+    }
+    counts = {k: int(v.sum()) for k, v in by_kind.items()}
+    assert counts == made, counts
+    figure("1,000,000-row JSONL source, 1 % malformed (bad JSON, missing field, wrong type, non-UTF-8, "
+           "duplicate id, oversize text)", "rows in = accepted + quarantined; each with file, line, field, reason",
+           f"{accepted:,} accepted + {quarantined:,} quarantined = 1,000,000 in {seconds:.0f} s; by kind "
+           + ", ".join(f"{k} {v:,}" for k, v in counts.items()))  # fmt: skip
