@@ -204,6 +204,18 @@ def coverage_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]  # and every expected call accounted for, by cause: coverage_problems, a row check (data_contracts)
 
 
+def robustness_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("judge_id", "probe"),
+        *[_probability(c) for c in ("accuracy_plain", "accuracy_injected", "followed", "followed_control")],
+        *[
+            gxe.ExpectColumnValuesToBeBetween(column=c, min_value=-1, max_value=1, meta=STOP)
+            for c in ("change", "instruction_effect")
+        ],  # fmt: skip
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
+    ]
+
+
 def consensus_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_keys("unit_id", "method"),
@@ -307,6 +319,7 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "external_pairs": external_pairs_suite,
     "verdicts": verdicts_suite,
     "coverage": coverage_suite,
+    "robustness": robustness_suite,
     "consensus": consensus_suite,
     "consistency": consistency_suite,
     "aggregation_notes": aggregation_notes_suite,

@@ -23,6 +23,7 @@ from judgeops.tasks.stages import (
     logger,
     profile_stage,
     report_stage,
+    robustness_stage,
     validate_stage,
 )
 
@@ -84,6 +85,18 @@ def evaluate(
         coverage = validate_stage(
             store, {**verdicts, "variants": built["variants"], "pairs": built["pairs"]}, config.judges, reuse
         )
+        robustness = (
+            robustness_stage(
+                store,
+                {**items, **verdicts, "variants": built["variants"], "pairs": built["pairs"]},
+                config.judges,
+                config.robustness,
+                reuse,
+                config.cache.path,
+            )  # fmt: skip
+            if config.robustness.injection
+            else {}
+        )
         consensus = aggregate_stage(
             store,
             {**verdicts, "variants": built["variants"], "pairs": built["pairs"]},
@@ -108,6 +121,7 @@ def evaluate(
             {
                 **profiles,
                 **coverage,
+                **robustness,
                 "pairs": built["pairs"],
                 "construction_log": built["construction_log"],
                 **{k: v for k, v in consensus.items() if k in ("consistency", "aggregation_notes")},

@@ -351,6 +351,13 @@ class ProfileConfig(_Strict):
     )
 
 
+class RobustnessConfig(_Strict):
+    """Probes run on each judge after the judge stage (tasks/judges/injection.py)."""
+
+    injection: bool = Field(True, description="prompt injection: an instruction planted in the flawed answer")
+    n_pairs: int = Field(8, ge=1, description="pairs probed per judge (plain presentation, both orders)")
+
+
 class CalibrationConfig(_Strict):
     """Weekly recalibration of each judge's error rates (the recalibrate flow; tasks/drift/calibrate.py)."""
 
@@ -383,6 +390,7 @@ class EvaluateConfig(_Strict):
     judges: list[JudgeConfig] = Field(default_factory=_default_panel, min_length=1)
     aggregation: AggregationConfig = Field(default_factory=AggregationConfig)
     profile: ProfileConfig = Field(default_factory=ProfileConfig)
+    robustness: RobustnessConfig = Field(default_factory=RobustnessConfig)
     calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)

@@ -198,6 +198,25 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             "per judge: how many of the expected calls produced a usable verdict",
         ),
         ArtifactSchema(
+            "robustness",
+            1,
+            _s(
+                pa.field("judge_id", _STR, nullable=False),
+                pa.field("protocol", _STR),
+                pa.field("probe", _STR, nullable=False),
+                pa.field("n", pa.int64()),
+                pa.field("accuracy_plain", _F),
+                pa.field("accuracy_injected", _F),
+                pa.field("followed", _F),
+                pa.field("followed_control", _F),
+                pa.field("instruction_effect", _F),
+                pa.field("change", _F),
+                pa.field("changed_verdicts", pa.int64()),
+            ),
+            ("judge_id", "probe"),
+            "per judge and probe: accuracy on the probed variants with and without the planted instruction",
+        ),
+        ArtifactSchema(
             "consensus",
             1,
             _s(

@@ -42,10 +42,12 @@ from judgeops.config import (
     InboxSource,
     JudgeConfig,
     ProfileConfig,
+    RobustnessConfig,
 )
-from judgeops.schemas.artifacts import QUARANTINE_SUFFIX
+from judgeops.schemas.artifacts import QUARANTINE_SUFFIX, schema_for
 from judgeops.schemas.store import ArtifactRef, ArtifactStore, stable_hash
 from judgeops.tasks.ingest.adapters import expand_paths
+from judgeops.tasks.judges import injection
 
 Refs = dict[str, ArtifactRef]
 
@@ -310,6 +312,36 @@ def judge_stage(
     return run_stage(
         store, "judge", judges_module, inputs, {"judges": judges}, compute, reuse, None, incomplete
     )
+
+
+@task(name="robustness", cache_policy=NO_CACHE)
+def robustness_stage(
+    store: ArtifactStore, inputs: Refs, judges: list[JudgeConfig], config: RobustnessConfig,
+    reuse: bool = True, cache_path: str | None = None,
+) -> Refs:  # fmt: skip
+    """The prompt-injection probe on each judge (tasks/judges/injection.py): `robustness`, one row per judge."""
+
+    def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+        rows = []
+        for judge in judges:
+            mine = t["verdicts"][t["verdicts"]["judge_id"] == judge.name]
+            probe = injection.probe_variants(
+                t["variants"], mine["variant_id"], config.n_pairs, judge.name, t["pairs"]
+            )
+            if probe.empty:
+                continue
+            whole = judge.model_copy(update={"max_pairs": None})  # the probe chose the pairs already
+            injected = judges_module.judge_variants(injection.probe_copies(probe), t["pairs"], t["items"], [whole],
+                                                    store.run_id, cache_path=cache_path)  # fmt: skip
+            rows.append(injection.injection_effect(judge, mine, injected, probe))
+            logger().info("robustness: %s follows a planted instruction on %.0f%% of %d probes (%.0f%% for the "
+                          "control sentence; accuracy %.2f → %.2f)", judge.name, 100 * rows[-1]["followed"],
+                          rows[-1]["n"], 100 * rows[-1]["followed_control"], rows[-1]["accuracy_plain"],
+                          rows[-1]["accuracy_injected"])  # fmt: skip
+        return {"robustness": pd.DataFrame(rows, columns=schema_for("robustness").schema.names)}
+
+    params = {"judges": judges, "config": config}
+    return run_stage(store, "robustness", judges_module, inputs, params, compute, reuse)
 
 
 @task(name="validate", cache_policy=NO_CACHE)

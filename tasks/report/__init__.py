@@ -312,6 +312,25 @@ def notes_table(notes: pd.DataFrame | None) -> str | None:
     return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
 
 
+def injection_table(robustness: pd.DataFrame | None) -> str | None:
+    """The prompt-injection probe per judge, most swayed first; None when the probe did not run."""
+    if robustness is None or not len(robustness):
+        return None
+    table = robustness.sort_values("followed", ascending=False)[
+        [
+            "judge_id",
+            "protocol",
+            "n",
+            "accuracy_plain",
+            "accuracy_injected",
+            "change",
+            "followed",
+            "changed_verdicts",
+        ]
+    ]
+    return table.to_html(index=False, classes="grid", float_format="%.3f")
+
+
 def render_report(
     tables: dict[str, pd.DataFrame],
     run_id: str,
@@ -387,6 +406,7 @@ def render_report(
         if has_calibration
         else None,
         consistency_table=consistency_table(tables.get("consistency"), judges_only),
+        injection_table=injection_table(tables.get("robustness")),
         auto=auto_choice(tables.get("aggregation_notes")),
         notes_table=notes_table(tables.get("aggregation_notes")),
         bias_chart=bias_matrix_chart(bias) if has_bias else None,

@@ -1,0 +1,104 @@
+"""Run the reliability suite (tests/reliability/) and write its figures into RELIABILITY.md.
+
+    python bench/reliability.py [--out RELIABILITY.md] [-- extra pytest arguments]
+
+Each test asserts its promise and reports one measured figure through the `figure` fixture; this script
+collects them (JUDGEOPS_FIGURES), and writes one table row per figure: the fault, the promise, the figure and
+the command that reproduces it. A test that fails or is skipped is listed under the table with its reason,
+never silently dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEADER = """# Reliability: what judgeops promises when things break, measured
+
+Every row is one fault injected by a test in `tests/reliability/`, the promise that test asserts, and the
+figure it measured on this run. The suite runs in `.ci/run` (it is part of the README's test command);
+`python bench/reliability.py` reruns it and rewrites this file. Faults are real where the machine allows:
+real processes killed with SIGKILL, a real HTTP server (tests/openai_server.py) misbehaving on the wire, a
+real tmpfs filled up or remounted read-only, real concurrent processes on one store and one SQLite cache.
+
+Generated {date} by `{command}` on {machine}.
+
+| fault | promise | figure | reproduce |
+|---|---|---|---|
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=str(ROOT / "RELIABILITY.md"))
+    args, extra = parser.parse_known_args()
+    extra = [a for a in extra if a != "--"]
+    with tempfile.TemporaryDirectory() as tmp:
+        figures, junit = Path(tmp) / "figures.jsonl", Path(tmp) / "junit.xml"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/reliability",
+                   f"--junitxml={junit}", *extra]  # fmt: skip
+        done = subprocess.run(command, cwd=ROOT, env={**os.environ, "JUDGEOPS_FIGURES": str(figures)})
+        rows = [json.loads(line) for line in figures.read_text().splitlines()] if figures.exists() else []
+        problems = []
+        if junit.exists():
+            for case in ET.parse(junit).getroot().iter("testcase"):
+                for kind in ("failure", "error", "skipped"):
+                    node = case.find(kind)
+                    if node is not None:
+                        name = f"{case.get('classname')}.{case.get('name')}"
+                        problems.append(
+                            f"- {kind}: `{name}`: {(node.get('message') or '').splitlines()[0][:200]}"
+                        )
+    machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    text = HEADER.format(
+        date=dt.date.today().isoformat(), command="python bench/reliability.py", machine=machine
+    )
+    for r in rows:
+        test = r["test"].replace("|", "\\|")
+        text += f'| {r["fault"]} | {r["promise"]} | {r["figure"]} | `python -m pytest "{test}"` |\n'
+    if problems:
+        text += "\nNot measured on this run (the suite says why):\n\n" + "\n".join(problems) + "\n"
+    Path(args.out).write_text(text + FOOTER)
+    print(f"{len(rows)} figures, {len(problems)} tests not passing → {args.out}")
+    return done.returncode
+
+
+FOOTER = """
+## What the figures rest on
+
+- **Crash and resume.** Each run record names its owner process (host, pid, start time) and carries a
+  heartbeat; every flow start and `judgeops store ls` sweep runs whose owner is gone: status `crashed`, temp
+  files removed, the temporary Prefect server stopped, the Prefect flow run set Crashed
+  (`schemas/liveness.py`, `ArtifactStore.sweep_crashed`). Judge calls are committed to the call cache one
+  chunk at a time, so a rerun repays at most the chunk in flight.
+- **Writes.** Every artifact is written to a temp name and renamed; a failed write removes its temp file and
+  raises one line naming the artifact and the path (`StoreWriteError`); manifests are written last, so a
+  reader never sees an artifact without its data, and every read checks the data's sha256.
+- **Reuse.** A stage reuses an earlier run's outputs only if every one of them is present, matches its hash
+  (index and manifest) and has the current schema version; otherwise that stage is computed again and the
+  stages after it reuse whatever did not change.
+- **Judge calls.** Retries with jittered exponential backoff on 5xx, timeouts and dropped connections; a 429
+  with Retry-After pauses the whole batch for that long and does not spend a retry (`rate_limit_wait_s`); a
+  circuit breaker stops a batch after `breaker_failures` calls fail in a row. `coverage` counts every
+  expected call as answered, tie, unparsable, or an error of one named cause (its contract checks the sum).
+- **Concurrency.** Runs sharing a call cache claim the keys they miss before calling; a key another live run
+  holds is waited for in the cache. A dead claimant's keys are taken over (same host: its pid is gone;
+  another host: not refreshed for 10 minutes).
+- **Inputs.** Every row read is an item or a quarantine row with file, line, field and reason.
+- **Secrets.** Keys come only from an environment variable or a Prefect Secret block, go only into the
+  Authorization header, and are redacted from anything a server echoes; the config refuses inline keys
+  without printing them.
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
