@@ -150,6 +150,7 @@ def complete_cached(
         for start in range(0, len(own), chunk_size):
             chunk = own[start : start + chunk_size]
             backend = backend or get_backend(judge)
+            cache.record_sent(judge.backend, judge.model, [c.key for c in chunk])
             try:
                 got = backend.complete(chunk)
             except JudgeBackendError as exc:

@@ -10,6 +10,10 @@ Concurrent runs share in-flight calls: before calling the backend a caller claim
 transaction; the `claims` table), calls only those it won, and waits on the cache for the keys another live
 caller holds — one pays, the others read its answers. A claim whose owner died (same host: its process is
 gone; another host: not refreshed for CLAIM_TTL_S) is taken over, so a crash never blocks anyone for long.
+
+Beside the cache, `<cache>.ledger.jsonl` gets one line per call sent to a backend (time, backend, model, key,
+caller), written before the call goes out: the bill, to reconcile with a provider's invoice, and the record
+of which calls a crashed run had in flight.
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ class CallCache:
         _retry_while_locked(self._set_up, seconds=60)
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
+        self.ledger = self.path.with_name(self.path.name + ".ledger.jsonl")
 
     def _set_up(self) -> None:
         if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -219,6 +224,16 @@ class CallCache:
         if host == self.host:
             return not _pid_alive(pid)
         return now - claimed > CLAIM_TTL_S
+
+    def record_sent(self, backend: str, model: str, keys: list[str]) -> None:
+        """Append the calls about to be sent to the ledger (one JSON line each)."""
+        now = time.time()
+        lines = "".join(
+            json.dumps({"t": now, "backend": backend, "model": model, "key": k, "caller": self.owner}) + "\n"
+            for k in keys
+        )
+        with open(self.ledger, "a", encoding="utf-8") as fh:
+            fh.write(lines)
 
     def release(self, keys: list[str]) -> None:
         """Drop this handle's claims on `keys` (answered or failed: a failed call may be retried by anyone),

@@ -101,3 +101,39 @@ def test_concurrent_cli_runs_on_one_store_and_cache(tmp_path, runs, figure):
            f"{runs} of {runs} completed in {wall:.0f} s; {checked} artifacts hash-verified; {sum(paid.values())} "
            f"calls paid for {len(paid)} unique prompts ({duplicates} duplicates)")  # fmt: skip
     assert duplicates == 0
+
+
+@pytest.mark.slow
+def test_concurrent_flow_runs_in_threads_on_one_store_and_cache(prefect_server, tmp_path, figure):
+    """The same as the CLI runs, as threads of one process (a notebook, or a worker running two flow runs)."""
+    import datetime as dt
+
+    from judgeops.flows.evaluate import evaluate
+
+    server = ServerProcess(tmp_path / "requests.jsonl", "--delay", "0.05")
+    results, errors = [], []
+    try:
+        config = small_config(str(tmp_path / "store"), n_items=24)
+        config.judges = [*config.judges, JudgeConfig(name="http-judge", backend="openai", model="m",
+                                                     base_url=server.url, max_concurrency=2, max_pairs=8)]  # fmt: skip
+
+        def one() -> None:
+            try:
+                results.append(evaluate(config=config, as_of=dt.date(2026, 10, 19), reuse=False))
+            except Exception as exc:  # reported below with the others
+                errors.append(exc)
+
+        threads = [threading.Thread(target=one) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        paid = Counter(e["sha256"] for e in server.entries() if e["status"] == 200)
+    finally:
+        server.stop()
+    assert not errors and len(results) == 2 and results[0].run_id != results[1].run_id
+    duplicates = sum(n - 1 for n in paid.values())
+    figure("2 concurrent evaluate flow runs in threads of one process, one store, one call cache",
+           "both complete; duplicate paid calls = 0",
+           f"2 of 2 completed; {sum(paid.values())} calls paid for {len(paid)} unique prompts ({duplicates} duplicates)")  # fmt: skip
+    assert duplicates == 0

@@ -99,3 +99,36 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
            f"marked crashed; temp server stopped; rerun repeats ≤ {IN_FLIGHT_BOUND} calls (one chunk)",
            f"{paid_before} calls paid before the kill; {repeated} repeated by the rerun; status crashed")  # fmt: skip
     assert repeated <= IN_FLIGHT_BOUND
+
+
+def test_a_run_killed_while_the_local_model_judges_repeats_only_its_chunk_in_flight(tmp_path, figure):
+    """The in-process SmolLM2 judge: no server log to read, so the call ledger beside the cache (one line per
+    call sent to a backend, written before it goes) says which calls each run started."""
+    config = small_config(str(tmp_path / "store"), n_items=24, llm=True)
+    config.judges = [
+        j.model_copy(update={"max_pairs": 8}) if j.backend == "local" else j for j in config.judges
+    ]
+    (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+    ledger = Path(config.cache.path + ".ledger.jsonl")
+    chunk = max(8, 4 * next(j for j in config.judges if j.backend == "local").max_concurrency)
+    run = _judgeops("run", cwd=tmp_path)
+    deadline = time.monotonic() + 300
+    while (
+        not ledger.exists() or len(ledger.read_text().splitlines()) <= chunk
+    ):  # the second chunk has started
+        assert run.poll() is None, run.stdout.read()
+        assert time.monotonic() < deadline, "the local judge never started"
+        time.sleep(0.2)
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    first = [json.loads(line)["key"] for line in ledger.read_text().splitlines()]
+    rerun = _judgeops("run", cwd=tmp_path)
+    out = rerun.communicate(timeout=600)[0]
+    assert rerun.returncode == 0, out
+    second = [json.loads(line)["key"] for line in ledger.read_text().splitlines()][len(first) :]
+    repeated = len(set(first) & set(second))
+    total = len(set(first) | set(second))
+    figure("`judgeops run` SIGKILLed while the local SmolLM2 judge runs (in-process)",
+           f"the rerun completes and repeats ≤ one chunk ({chunk} calls)",
+           f"{len(first)} calls started before the kill, {repeated} started again by the rerun, {total} in all")  # fmt: skip
+    assert 0 < len(second) and repeated <= chunk and len(set(second)) == len(second)
