@@ -18,6 +18,7 @@ CANARY = "sk-proj-judgeopsCanary0123456789abcdef"
         f"    headers: {{Authorization: Bearer {CANARY}}}\n",  # a mapping holding it
         f"    model: {CANARY}\n    max_pairs: [{CANARY}]\n",  # a list holding it, beside a secret-looking model
     ],
+    ids=["an unknown api_key field", "in api_key_env", "in a mapping", "in a list"],
 )
 def test_a_key_pasted_into_the_config_is_never_printed(tmp_path, capsys, judge, figure):
     path = tmp_path / "judgeops.yaml"

@@ -80,9 +80,17 @@ def test_a_store_that_stops_taking_writes_mid_run(tmp_path, small_disk, fault, f
         out2 = rerun.communicate(timeout=600)[0]
         assert rerun.returncode == 0, out2
         _readers_see_only_whole_artifacts(small_disk / "store")
+        if fault == "read-only":  # `judgeops report` writes too: the same one line, no traceback
+            subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+            report = _judgeops("report", cwd=tmp_path)
+            out3 = report.communicate(timeout=300)[0]
+            subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+            assert report.returncode == 1 and "Traceback" not in out3, out3
+            assert "cannot write 'report' to " in out3 and "Read-only file system" in out3, out3
     finally:
         server.stop()
     figure(f"store {fault} during `judgeops run` (judge stage)",
            "one line naming the artifact and path; no partial artifact; rerun completes",
-           f"{stopped[0].split(': ', 1)[1][:90]}…; {seen} whole artifacts readable, 0 partial; "
+           f"`{stopped[0].split(': ', 1)[1].replace(str(small_disk), '…')}`; {seen} whole artifacts readable, "
+           "0 partial; "
            f"first run {first['status']}; rerun exit 0")  # fmt: skip
