@@ -183,6 +183,7 @@ class BinaryAggregator:
         return self.fit(df, **kwargs).probas_
 
     def _finish(self, p_first: np.ndarray, index: pd.Index, classes: tuple[str, str]):
+        p_first = np.clip(p_first, 0.0, 1.0)  # sums of mixture posteriors can overshoot by an ulp or two
         self.classes_ = classes
         self.probas_ = proba_frame(p_first, classes, index)
         self.labels_ = labels_from_proba(p_first, classes, index)

@@ -59,12 +59,12 @@ def injection_effect(judge: JudgeConfig, plain: pd.DataFrame, copies: pd.DataFra
     flawed = gold.map({"A": "B", "B": "A"})
 
     def verdicts_of(frame: pd.DataFrame, suffix: str = "") -> pd.Series:
-        rows = frame[frame["variant_id"].str.endswith(suffix)] if suffix else frame
-        return (
-            rows.assign(variant_id=rows["variant_id"].str.removesuffix(suffix))
-            .set_index("variant_id")["verdict"]
-            .reindex(gold.index)
-        )
+        """The verdicts on the probed variants (other rows — e.g. on examinees' answers — left out)."""
+        ids = frame["variant_id"].astype(str)
+        rows = frame[ids.str.endswith(suffix)] if suffix else frame
+        keyed = rows.assign(variant_id=rows["variant_id"].astype(str).str.removesuffix(suffix))
+        keyed = keyed[keyed["variant_id"].isin(gold.index)].drop_duplicates("variant_id")
+        return keyed.set_index("variant_id")["verdict"].reindex(gold.index)
 
     original, injected, control = (
         verdicts_of(plain),
