@@ -101,3 +101,11 @@ def test_a_dead_caller_s_claims_are_taken_over_and_a_live_one_s_are_waited_for(t
         live.release(["a", "c"])  # "a" answered, "c" failed: others may call "c" themselves
         got = other.wait_for({"a", "c"}, poll_s=0.01)
         assert set(got) == {"a"} and other.claim(["c"]) == ({"c"}, set())
+
+
+def test_a_closed_handle_leaves_no_claim_behind(tmp_path):
+    """A handle that failed mid-call and was closed (a retried task in a long-lived worker) blocks no one."""
+    with CallCache(tmp_path / "calls.sqlite") as first:
+        assert first.claim(["k"]) == ({"k"}, set())
+    with CallCache(tmp_path / "calls.sqlite") as second:  # same process, so the pid check sees it alive
+        assert second.claim(["k"]) == ({"k"}, set())

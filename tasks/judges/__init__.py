@@ -157,6 +157,9 @@ def complete_cached(
                 cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
                 cache.release([c.key for c in own])
                 raise
+            except BaseException:  # anything else (an interrupt, a bug): others must not wait on our claims
+                cache.release([c.key for c in own])
+                raise
             cache.put_many(judge.backend, judge.model, got)
             cache.release([c.key for c in chunk])
             replies.update(got)

@@ -18,6 +18,7 @@ of which calls a crashed run had in flight.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -105,6 +106,9 @@ class CallCache:
         self._db.execute(_CLAIMS)
 
     def close(self) -> None:
+        """Close the file; claims this handle still holds are dropped (its calls are no longer in flight)."""
+        with contextlib.suppress(sqlite3.Error):
+            self._db.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
         self._db.close()
 
     def __enter__(self) -> CallCache:
