@@ -41,9 +41,15 @@ def owner() -> dict:
 
 
 def process_alive(pid: int, started: float | None) -> bool:
-    """The process `pid` exists and is the one that started at `started` (not a later reuse of the pid)."""
-    now = _started(pid)
-    return now is not None and (started is None or abs(now - started) < 1.0)
+    """The process `pid` exists and is the one that started at `started` (not a later reuse of the pid);
+    with `started` None, that it exists. A process we may not inspect (another user's) exists."""
+    try:
+        now = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+    return started is None or abs(now - started) < 1.0
 
 
 def _age_s(stamp: str | None) -> float:

@@ -429,8 +429,10 @@ class ArtifactStore:
         the records it marked crashed now."""
         from judgeops.schemas import liveness
 
-        swept = []
+        swept, on_record = [], []  # marked crashed now; crashed as the store records it
         for record in self.list_runs():
+            if record.get("status") == "crashed":
+                on_record.append(record)
             if record.get("status") != "running" or liveness.run_alive(record) is not False:
                 continue
             run_id, who = record["run_id"], record["owner"]
@@ -446,12 +448,10 @@ class ArtifactStore:
             }  # fmt: skip
             with contextlib.suppress(StoreWriteError):  # a read-only store: reported, not fixed
                 self.write_run_record(crashed, run_id)
+                on_record.append(crashed)
             log.warning("run %s: %s; marked crashed", run_id, crashed["error"])
             swept.append(crashed)
-        pending = [
-            r for r in self.list_runs()
-            if r.get("status") == "crashed" and (r.get("swept") or {}).get("prefect_state") == "pending"
-        ]  # fmt: skip
+        pending = [r for r in on_record if (r.get("swept") or {}).get("prefect_state") == "pending"]
         for record in _crash_prefect_flow_runs(pending):
             with contextlib.suppress(StoreWriteError):
                 self.write_run_record({**record, "swept": {**record["swept"], "prefect_state": "crashed"}},

@@ -189,12 +189,14 @@ def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | lis
 
 def _undecodable(row: list[str], names: list[str] | None) -> tuple[str | None, int] | None:
     """(the field's name — or its position — and the first undecodable byte), or None if the row is UTF-8.
-    surrogateescape maps byte b to the lone surrogate U+DC00 + b, which no real text contains."""
+    surrogateescape maps byte b to the lone surrogate U+DC00 + b, which valid UTF-8 never decodes to, so
+    re-encoding (in C, once per field) fails exactly at an escaped byte."""
     for i, value in enumerate(row):
-        for ch in value:
-            if "\udc80" <= ch <= "\udcff":
-                field = names[i] if names is not None and i < len(names) else f"column {i + 1}"
-                return field, ord(ch) - 0xDC00
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            field = names[i] if names is not None and i < len(names) else f"column {i + 1}"
+            return field, ord(value[exc.start]) - 0xDC00
     return None
 
 

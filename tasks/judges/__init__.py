@@ -153,11 +153,9 @@ def complete_cached(
             cache.record_sent(judge.backend, judge.model, [c.key for c in chunk])
             try:
                 got = backend.complete(chunk)
-            except JudgeBackendError as exc:
+            except BaseException as exc:  # a JudgeBackendError carries what was answered; anything else (an
+                # interrupt, a bug) too must leave no claim for others to wait on
                 cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
-                cache.release([c.key for c in own])
-                raise
-            except BaseException:  # anything else (an interrupt, a bug): others must not wait on our claims
                 cache.release([c.key for c in own])
                 raise
             cache.put_many(judge.backend, judge.model, got)

@@ -25,9 +25,10 @@ import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from judgeops.schemas.liveness import process_alive
 from judgeops.tasks.judges.calls import Reply
 
 _SCHEMA = """
@@ -78,14 +79,11 @@ CREATE TABLE IF NOT EXISTS claims (
 CLAIM_TTL_S = 600.0  # a claim from another host not refreshed this long is taken for dead
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, someone else's
-        return True
-    return True
+def _in_chunks(keys: list[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
+    """Keys in chunks small enough for one `IN (...)` (SQLite caps bound parameters), with their marks."""
+    for start in range(0, len(keys), size):
+        chunk = keys[start : start + size]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 class CallCache:
@@ -119,9 +117,7 @@ class CallCache:
 
     def get_many(self, keys: list[str]) -> dict[str, Reply]:
         found: dict[str, Reply] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(keys):
             rows = self._db.execute(
                 f"SELECT key, text, probs, tokens, latency_ms, raw, error FROM calls WHERE key IN ({marks})",
                 chunk,
@@ -200,9 +196,7 @@ class CallCache:
         now, mine, theirs = time.time(), set(), set()
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _in_chunks(keys):
                 done = {
                     k for (k,) in self._db.execute(f"SELECT key FROM calls WHERE key IN ({marks})", chunk)
                 }
@@ -226,7 +220,7 @@ class CallCache:
 
     def _dead(self, host: str, pid: int, claimed: float, now: float) -> bool:
         if host == self.host:
-            return not _pid_alive(pid)
+            return not process_alive(pid, None)
         return now - claimed > CLAIM_TTL_S
 
     def record_sent(self, backend: str, model: str, keys: list[str]) -> None:
@@ -272,9 +266,7 @@ class CallCache:
 
     def _held_by_others(self, keys: list[str]) -> set[str]:
         now, theirs = time.time(), set()
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(keys):
             for key, owner, host, pid, claimed in self._db.execute(
                 f"SELECT key, owner, host, pid, claimed FROM claims WHERE key IN ({marks})", chunk
             ):
