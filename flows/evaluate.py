@@ -13,6 +13,7 @@ from prefect import flow, runtime
 from pydantic import BaseModel
 
 from judgeops.config import EvaluateConfig, load_config
+from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.stages import (
     aggregate_stage,
@@ -65,7 +66,7 @@ def evaluate(
     if config is None:
         config = load_config(config_file) if config_file else EvaluateConfig()
     as_of = _as_of(as_of)
-    store = ArtifactStore(config.store.url, new_run_id(as_of))
+    store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
     with store.recording("evaluate", as_of, config) as record:
         ingested = ingest_stage(store, config, as_of, reuse)

@@ -8,6 +8,7 @@ from prefect import flow
 
 from judgeops.config import EvaluateConfig
 from judgeops.flows.evaluate import _as_of
+from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.stages import ingest_stage, ingest_summary_stage
 
@@ -17,7 +18,7 @@ def ingest(config: EvaluateConfig | None = None, as_of: dt.date | None = None, r
     """Read the configured sources into `items` (and `external_pairs`, `responses`); return where and how many."""
     config = config or EvaluateConfig()
     as_of = _as_of(as_of)
-    store = ArtifactStore(config.store.url, new_run_id(as_of))
+    store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
     with store.recording("ingest", as_of, config, done="ingested"):
         refs = ingest_stage(store, config, as_of, reuse)
         summary = ingest_summary_stage(store, refs)

@@ -16,6 +16,7 @@ from prefect.events import emit_event
 from pydantic import BaseModel
 
 from judgeops.config import EvaluateConfig, load_config
+from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.drift.calibrate import drift_events, recalibrate_week, week_units
 from judgeops.tasks.stages import logger
@@ -82,7 +83,7 @@ def recalibrate(
         config = load_config(config_file) if config_file else EvaluateConfig()
     scheduled = runtime.flow_run.scheduled_start_time
     monday = week_start(week or (scheduled.date() if scheduled else dt.date.today()))
-    base = ArtifactStore(config.store.url)
+    base = ArtifactStore(config.store.url, observer=PrefectObserver())
     log = logger()
     done = calibration_of(base, monday)
     if done is not None and not force:
@@ -112,7 +113,7 @@ def recalibrate(
     c = config.calibration
     table = recalibrate_week(monday, units, previous[1] if previous else None, c.n_audit, tuple(c.prior), c.decay,
                              c.z, c.agreement_drop, c.seed)  # fmt: skip
-    store = ArtifactStore(config.store.url, new_run_id(monday))
+    store = ArtifactStore(config.store.url, new_run_id(monday), observer=PrefectObserver())
     with store.recording("recalibrate", monday, config) as record:
         parents = {"verdicts": src.ref("verdicts")}
         if previous is not None:

@@ -52,10 +52,11 @@ def _date(text: str) -> dt.date:
 
 
 def _store(args):
+    from judgeops.flows.observer import PrefectObserver
     from judgeops.schemas.store import ArtifactStore
 
     url = args.store or load_config(args.config).store.url
-    return ArtifactStore(url)
+    return ArtifactStore(url, observer=PrefectObserver())
 
 
 def _stopping_errors() -> tuple[type[Exception], ...]:

@@ -28,7 +28,7 @@ STALE_AFTER_S = 10 * HEARTBEAT_S  # a remote owner silent this long is taken for
 PREFECT_SERVER_APP = "prefect.server.api.server:create_app"
 
 
-def _started(pid: int) -> float | None:
+def process_started(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -37,7 +37,7 @@ def _started(pid: int) -> float | None:
 
 def owner() -> dict:
     """This process as a run's owner: host, pid and the process's start time."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": _started(os.getpid())}
+    return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": process_started(os.getpid())}
 
 
 def process_alive(pid: int, started: float | None) -> bool:
@@ -70,20 +70,6 @@ def run_alive(record: dict) -> bool | None:
     if who.get("host") == socket.gethostname():
         return process_alive(int(who["pid"]), who.get("pid_started"))
     return _age_s(record.get("heartbeat_at") or record.get("updated_at")) < STALE_AFTER_S
-
-
-def temporary_prefect_server() -> dict | None:
-    """The temporary Prefect API server this process started (CLI runs without PREFECT_API_URL), if any:
-    its pid and start time, so a sweep can stop it when this process dies without stopping it."""
-    try:
-        from prefect.server.api.server import SubprocessASGIServer
-    except ImportError:  # pragma: no cover - prefect is a dependency
-        return None
-    for server in list(SubprocessASGIServer._instances.values()):
-        proc = getattr(server, "server_process", None)
-        if proc is not None and proc.poll() is None:
-            return {"pid": proc.pid, "pid_started": _started(proc.pid)}
-    return None
 
 
 def stop_orphan_server(server: dict | None) -> bool:

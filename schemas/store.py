@@ -114,10 +114,30 @@ def to_arrow(name: str, data: pd.DataFrame | pa.Table, spec: ArtifactSchema) -> 
     return pa.Table.from_arrays(arrays, schema=expected)
 
 
+class RunObserver:
+    """What the orchestrator around the store hears about (none by default): the store itself knows nothing of
+    Prefect; the flow layer passes `judgeops.flows.observer.PrefectObserver`, which shows contract results on
+    the flow run, records the flow run in the run record, and sets dead runs' flow runs to Crashed."""
+
+    def context(self) -> dict:
+        """What the run record keeps about the orchestrator's run (e.g. its flow run id)."""
+        return {}
+
+    def contract_checked(self, outcome: Any) -> None:
+        """An artifact's data contract was evaluated (a `ContractOutcome`)."""
+
+    def runs_crashed(self, records: list[dict]) -> list[dict]:
+        """Runs the sweep found dead; returns those the orchestrator now also shows as crashed."""
+        return []
+
+
 class ArtifactStore:
     """Reads and writes the artifacts of one run, with schema, hash and contract checks."""
 
-    def __init__(self, url: str = DEFAULT_STORE_URL, run_id: str | None = None):
+    def __init__(
+        self, url: str = DEFAULT_STORE_URL, run_id: str | None = None, observer: RunObserver | None = None
+    ):
+        self.observer = observer or RunObserver()
         self.url = url
         self.fs, root = fsspec.core.url_to_fs(url)
         self.root = root.rstrip("/")
@@ -197,7 +217,7 @@ class ArtifactStore:
             # zero-copy view for the contract: the columns stay Arrow arrays
             outcome = run_contract(name, table.to_pandas(types_mapper=pd.ArrowDtype), related=related or {})
             self._put_json(f"{self._run_rel()}/{name}.validation.json", outcome.validation)
-            outcome.publish()
+            self.observer.contract_checked(outcome)
             if not outcome.passed and quarantine is not None and len(quarantine):
                 # the rows set aside are often why the contract broke (an unreadable file): keep them, say so
                 self.write(f"{name}__quarantine", quarantine, parents=parents, params=params, stage=stage,
@@ -400,7 +420,7 @@ class ArtifactStore:
             "config": config.model_dump(mode="json"),
             "started_at": _utcnow(),
             "owner": liveness.owner(),
-            "prefect": _prefect_context(),
+            "prefect": self.observer.context(),
         }
         self.write_run_record({**record, "status": "running", "heartbeat_at": _utcnow()})
         extra: dict = {}
@@ -452,7 +472,7 @@ class ArtifactStore:
             log.warning("run %s: %s; marked crashed", run_id, crashed["error"])
             swept.append(crashed)
         pending = [r for r in on_record if (r.get("swept") or {}).get("prefect_state") == "pending"]
-        for record in _crash_prefect_flow_runs(pending):
+        for record in self.observer.runs_crashed(pending) if pending else []:
             with contextlib.suppress(StoreWriteError):
                 self.write_run_record({**record, "swept": {**record["swept"], "prefect_state": "crashed"}},
                                       record["run_id"])  # fmt: skip
@@ -492,49 +512,3 @@ class ArtifactStore:
                 f"no {status or ''} run in store {self.url}; run `judgeops run` first".replace("  ", " ")
             )
         return runs[-1]["run_id"]
-
-
-def _prefect_context() -> dict:
-    """The Prefect flow run this record belongs to and the temporary API server its process started."""
-    from judgeops.schemas import liveness
-
-    try:
-        from prefect.runtime import flow_run
-
-        flow_run_id = flow_run.id
-    except Exception:  # outside a flow run, or prefect's runtime unavailable
-        flow_run_id = None
-    return {"flow_run_id": flow_run_id, "temporary_server": liveness.temporary_prefect_server()}
-
-
-def _crash_prefect_flow_runs(records: list[dict]) -> list[dict]:
-    """Set each record's Prefect flow run to Crashed where a Prefect API is reachable — in a flow run, or
-    with PREFECT_API_URL set (a sweep without one leaves it to the next flow's). Returns the records done."""
-    records = [r for r in records if (r.get("prefect") or {}).get("flow_run_id")]
-    if not records:
-        return []
-    done = []
-    try:
-        from prefect.client.orchestration import get_client
-        from prefect.context import FlowRunContext
-        from prefect.settings import PREFECT_API_URL
-        from prefect.states import Crashed
-
-        if FlowRunContext.get() is None and not PREFECT_API_URL.value():
-            return []
-        from prefect.exceptions import ObjectNotFound
-
-        with get_client(sync_client=True) as client:
-            for record in records:
-                flow_run_id = record["prefect"]["flow_run_id"]
-                try:
-                    run = client.read_flow_run(flow_run_id)
-                except ObjectNotFound:  # recorded by another Prefect server: nothing to fix from here
-                    done.append(record)
-                    continue
-                if run.state is not None and not run.state.is_final():
-                    client.set_flow_run_state(flow_run_id, Crashed(message=record["error"]), force=True)
-                done.append(record)
-    except Exception as exc:  # the run record already says crashed; Prefect's view is best effort
-        log.warning("could not mark the crashed runs' Prefect flow runs: %s", exc)
-    return done

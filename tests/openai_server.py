@@ -38,7 +38,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from judgeops.tasks.construct.operators import REVERSALS
+from judgeops.schemas.edits import REVERSALS
 from judgeops.tasks.judges.programmatic import consistency_errors
 
 _FENCE = re.compile(r"<<<(ANSWER_A|ANSWER_B|ANSWER|SOLUTION|QUESTION)\n(.*?)\n\1>>>", re.S)

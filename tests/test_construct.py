@@ -136,7 +136,7 @@ def test_swapping_order_flips_the_gold_position_and_nothing_else(a_parts, b_part
 
 
 def test_the_verifier_accepts_every_constructed_pair(built):
-    from judgeops.tasks.construct.verify import pair_problems
+    from judgeops.data_contracts.pair_verifier import pair_problems
 
     _, out = built
     problems = pair_problems(out["pairs"])
@@ -197,47 +197,10 @@ def test_qc_flags_mark_fallbacks_and_final_answer_only_edits(built):
     assert flags.map(lambda f: "final_answer_only" in f).any()
 
 
-def test_hard_empirical_selects_the_pairs_a_reference_pool_gets_wrong():
-    from judgeops.tasks.construct.hard import hard_empirical
-
-    variants = pd.DataFrame(
-        {
-            "variant_id": [f"{p}:plain:{o}" for p in ("p1", "p2") for o in ("AB", "BA")],
-            "pair_id": ["p1", "p1", "p2", "p2"],
-            "presentation": "plain",
-            "order": ["AB", "BA"] * 2,
-            "gold_position": ["A", "B"] * 2,
-        }
-    )
-    pairs = pd.DataFrame({"pair_id": ["p1", "p2"], "error_type": "overclaim", "domain": "math"})
-    verdicts = pd.DataFrame(
-        {
-            "judge_id": ["j1"] * 4 + ["j2"] * 3,
-            "variant_id": [*variants["variant_id"], *variants["variant_id"][:3]],
-            "verdict": [
-                "A",
-                "B",
-                "A",
-                "A",
-                "A",
-                "B",
-                "B",
-            ],  # p1 right by both; p2 mostly wrong, j2's p2:BA missing
-            "p_first": 0.5,
-        }
-    )
-    assert hard_empirical(verdicts, variants, pairs, ["j1", "j2"]).tolist() == ["p2"]
-    assert hard_empirical(verdicts, variants, pairs, ["j1"]).tolist() == [
-        "p2"
-    ]  # 1 of 2 right: at the threshold
-    with pytest.raises(ValueError, match=r"no verdicts from reference judges \['j9'\]"):
-        hard_empirical(verdicts, variants, pairs, ["j9"])
-
-
 @pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data is absent (public data sets)")
 def test_bank_plus_public_data_give_2000_balanced_verified_pairs():
     from judgeops.config import FileSource
-    from judgeops.tasks.construct.verify import pair_problems
+    from judgeops.data_contracts.pair_verifier import pair_problems
 
     d = SHARED_DATA
     items = ingest_items(
@@ -307,7 +270,7 @@ def test_hard_constructed_edits_are_subtler():
 
 
 def test_the_hard_branch_is_independent_balanced_and_verified():
-    from judgeops.tasks.construct.verify import pair_problems
+    from judgeops.data_contracts.pair_verifier import pair_problems
 
     items = ingest_items([BankSource(n_items=120, seed=4)]).items
     out = construct(items, ConstructionConfig(hard_constructed=True))
@@ -323,7 +286,7 @@ def test_the_hard_branch_is_independent_balanced_and_verified():
 
 
 def test_a_math_fabrication_must_reach_the_final_answer_except_in_the_hard_branch():
-    from judgeops.tasks.construct.verify import verify_pair
+    from judgeops.data_contracts.pair_verifier import verify_pair
 
     a = "Each day it sells 12 × 4 = 48 rolls. The answer is 480."
     start = a.index("48 rolls")

@@ -99,7 +99,7 @@ def test_an_empty_table_stops():
 
 
 def test_chunked_validation_finds_the_same_rows_as_one_pass(monkeypatch):
-    import judgeops.data_contracts as contracts
+    import judgeops.data_contracts.contract as contracts
     from tests.test_store import items_frame
 
     df = items_frame(23)

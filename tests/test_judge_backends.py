@@ -223,8 +223,8 @@ def test_candidate_symmetry_for_every_protocol(tmp_path, a, b, protocol):
 
 
 def test_the_llm_generator_plants_through_the_backend_and_passes_the_same_checks(server_factory, tmp_path):
+    from judgeops.data_contracts.pair_verifier import pair_problems
     from judgeops.tasks.construct import construction_summary
-    from judgeops.tasks.construct.verify import pair_problems
 
     server = server_factory()
     items = ingest_items([BankSource(n_items=40, seed=7)]).items
@@ -252,8 +252,8 @@ def test_the_llm_generator_plants_through_the_backend_and_passes_the_same_checks
 def test_the_llm_can_write_answer_a_too_and_what_fails_its_checks_keeps_the_template(
     server_factory, tmp_path
 ):
+    from judgeops.data_contracts.pair_verifier import pair_problems
     from judgeops.tasks.construct import construction_summary
-    from judgeops.tasks.construct.verify import pair_problems
 
     server = server_factory()
     items = ingest_items([BankSource(n_items=40, seed=7)]).items

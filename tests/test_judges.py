@@ -3,9 +3,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgeops.config import BankSource, ConstructionConfig, EvaluateConfig, JudgeConfig
+from judgeops.schemas.vocabulary import to_canonical
 from judgeops.tasks.construct import construct
 from judgeops.tasks.ingest import ingest_items
-from judgeops.tasks.judges import coverage, judge_variants, to_canonical
+from judgeops.tasks.judges import coverage, judge_variants
 from judgeops.tasks.judges.programmatic import (
     PROGRAMMATIC_JUDGES,
     consistency_errors,
@@ -137,14 +138,14 @@ def test_pointwise_programmatic_judges_are_symmetric_without_exception(a, b, nam
 
 
 def test_a_max_pairs_sample_is_fixed_and_balanced_over_error_types():
-    from judgeops.tasks.judges import _subset
+    from judgeops.tasks.judges import select_subset
 
     items = ingest_items([BankSource(n_items=60, seed=5)]).items
     built = construct(items, ConstructionConfig())
-    sample = _subset(built["variants"], 8, "smollm2-135m", built["pairs"])
+    sample = select_subset(built["variants"], 8, "smollm2-135m", built["pairs"])
     chosen = built["pairs"][built["pairs"]["pair_id"].isin(sample["pair_id"])]
     assert len(chosen) == 8 and len(sample) == 8 * 6
     assert chosen["error_type"].value_counts().to_dict() == {t: 2 for t in chosen["error_type"].unique()}
     assert chosen["error_type"].nunique() == 4
-    again = _subset(built["variants"], 8, "smollm2-135m", built["pairs"])
+    again = select_subset(built["variants"], 8, "smollm2-135m", built["pairs"])
     assert again["variant_id"].tolist() == sample["variant_id"].tolist()

@@ -226,3 +226,34 @@ def test_profile_stats_stress_degradation_rank_stability_and_distance():
     family = stats[stats["kind"] == "family_distance"].set_index("condition")["estimate"]
     assert family["within_family"] == pytest.approx(dist[("j", "k")])
     assert stats["kind"].notna().all() and (stats["judge_id"].notna()).all()
+
+
+def test_hard_empirical_pairs_are_those_the_other_judges_get_wrong():
+    from judgeops.tasks.profile.profiles import canonical_frame, hard_empirical_pairs
+
+    variants = pd.DataFrame(
+        {
+            "variant_id": [f"{p}:plain:{o}" for p in ("p1", "p2") for o in ("AB", "BA")],
+            "pair_id": ["p1", "p1", "p2", "p2"],
+            "presentation": "plain",
+            "order": ["AB", "BA"] * 2,
+            "gold_position": ["A", "B"] * 2,
+        }
+    )
+    pairs = pd.DataFrame({"pair_id": ["p1", "p2"], "error_type": "overclaim", "domain": "math"})
+    # p1 right by both; p2 mostly wrong, j2's p2:BA missing (counted wrong)
+    verdicts = pd.DataFrame(
+        {
+            "judge_id": ["j1"] * 4 + ["j2"] * 3 + ["j3"] * 4,
+            "variant_id": [*variants["variant_id"], *variants["variant_id"][:3], *variants["variant_id"]],
+            "verdict": ["A", "B", "A", "A", "A", "B", "B", "B", "A", "A", "B"],
+            "p_first": 0.5,
+        }
+    )
+    canonical = canonical_frame(verdicts, variants, pairs)
+    assert hard_empirical_pairs(canonical, "j3") == {"p2"}  # j1 and j2: 1 of 4 right on p2
+    only_j1 = canonical[canonical["judge_id"] == "j1"]
+    assert hard_empirical_pairs(only_j1, "j9") == {"p2"}  # 1 of 2 right: at the threshold
+    # leave-one-out: for j1, the others are j2 and j3, who split on both pairs (at the threshold)
+    assert hard_empirical_pairs(canonical, "j1") == {"p1", "p2"}
+    assert hard_empirical_pairs(canonical[canonical["judge_id"] == "j3"], "j3") == set()

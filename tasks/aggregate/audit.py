@@ -42,14 +42,13 @@ from sklearn.linear_model import LogisticRegression
 from judgeops.tasks.aggregate._base import binary_classes, check_frame
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS
 from judgeops.tasks.aggregate.cwv import signed_votes
+from judgeops.tasks.aggregate.registry import AGGREGATORS, USES_RUNS, get_aggregator
 
 HEADS = ("label_free", "best_judge", "wmv_audited", "stacking")
 METHOD_HEAD = "method:"  # prefix of the heads that are another label-free method
 
 
 def _consensus(votes: pd.DataFrame, method: str):
-    from judgeops.tasks.aggregate import get_aggregator
-
     cols = ["task", "worker", "label"] + [c for c in RUN_COLUMNS if c in votes.columns]
     return get_aggregator(method).fit(votes[cols])
 
@@ -59,8 +58,6 @@ def method_labels(votes: pd.DataFrame, methods: tuple[str, ...] | None = None,
     """Each label-free method's consensus on the votes (never on an audit): name → task → label. Methods that
     read scores (avg, uws, care_*) run where the votes carry a numeric `score` column — evidence for the
     first class, as `judgeops aggregate` reads it; a method that cannot fit the panel is left out."""
-    from judgeops.tasks.aggregate import AGGREGATORS, USES_RUNS, get_aggregator
-
     df = check_frame(votes, "label", "audit")
     classes = binary_classes(df["label"], None, "audit")
     has_scores = "score" in df.columns and pd.api.types.is_numeric_dtype(df["score"])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS
+from judgeops.schemas.edits import NUMBER_RE, OVERCLAIMS, REVERSALS, SUBTLE_OVERCLAIMS
 
 
 @dataclass(frozen=True)
@@ -33,56 +34,10 @@ class NotApplicable(Exception):
     """This answer offers no clean place for this error type."""
 
 
-# Pairs of phrases whose swap reverses a relation, a conclusion or an inequality.
-_REVERSAL_PAIRS = [
-    ("does not follow", "follows"),
-    ("is not eligible", "is eligible"),
-    ("does not meet", "meets"),
-    ("does not apply", "applies"),
-    ("does not need to", "should"),
-    ("invalid", "valid"),
-    ("more than", "less than"),
-    ("above", "below"),
-    ("increases", "decreases"),
-    ("larger", "smaller"),
-    ("longer", "shorter"),
-    ("higher", "lower"),
-    ("sink", "float"),
-    ("answer is yes", "answer is no"),
-]
-REVERSALS = {a: b for a, b in _REVERSAL_PAIRS} | {b: a for a, b in _REVERSAL_PAIRS}
 _REVERSAL_RE = re.compile(
     r"\b(" + "|".join(sorted(map(re.escape, REVERSALS), key=len, reverse=True)) + r")\b"
 )
 
-# Hedges and the wider claim each becomes: scope widened, certainty added, caveat dropped.
-OVERCLAIMS = {
-    "usually": "always",
-    "typically": "always",
-    "generally": "always",
-    "often": "always",
-    "in most cases": "in every case",
-    "about": "exactly",
-    "roughly": "exactly",
-    "can sometimes": "will always",
-    "can": "will",
-    "may": "will",
-    "likely": "certain",
-}
-# the Hard-Constructed branch widens a little less: still beyond what holds, harder to notice
-SUBTLE_OVERCLAIMS = {
-    "usually": "almost always",
-    "typically": "nearly always",
-    "generally": "almost always",
-    "often": "nearly always",
-    "in most cases": "in nearly all cases",
-    "about": "precisely",
-    "roughly": "precisely",
-    "can sometimes": "will almost always",
-    "can": "will almost certainly",
-    "may": "will almost certainly",
-    "likely": "almost certain",
-}
 _OVERCLAIM_RE = re.compile(
     r"\b(" + "|".join(sorted(map(re.escape, OVERCLAIMS), key=len, reverse=True)) + r")\b", re.I
 )
@@ -90,7 +45,6 @@ _OVERCLAIM_RE = re.compile(
 _CONDITION_MARKERS = re.compile(
     r"\b(only if|only because|assum\w*|provided that|as long as|relies on|must hold|requires|unless)\b", re.I
 )
-_NUMBER_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w]|\.\d)")
 
 
 def closing_claim_start(answer: str) -> int:
@@ -130,7 +84,7 @@ def plant_factual_fabrication(
     multiple choice claim a distractor: its letter and its text replace the gold option's, consistently."""
     if choices and gold in OPTION_LETTERS[: len(choices)]:
         return _fabricate_option(answer, gold, list(choices), rng)
-    numbers = list(_NUMBER_RE.finditer(answer))
+    numbers = list(NUMBER_RE.finditer(answer))
     if not numbers:
         raise NotApplicable("no number, date or quantity in the answer to fabricate")
     if subtle:  # one number inside a middle step, 2-5% off, the rest left as it was
@@ -144,9 +98,9 @@ def plant_factual_fabrication(
             return Edit(
                 target.start(), target.end(), value, new, f"a middle step's {value} was changed to {new}"
             )
-    gold_numbers = _NUMBER_RE.findall(gold.replace(",", ""))
+    gold_numbers = NUMBER_RE.findall(gold.replace(",", ""))
     final = [m for m in numbers if gold_numbers and m.group(1) == gold_numbers[-1]]
-    question_numbers = set(_NUMBER_RE.findall(question))
+    question_numbers = set(NUMBER_RE.findall(question))
     facts = [m for m in numbers if m.group(1) not in question_numbers]
     target = final[0] if final else _choose(facts or numbers, rng)
     value = target.group(1)
@@ -154,7 +108,7 @@ def plant_factual_fabrication(
     same = [m for m in numbers if m.group(1) == value and m.start() >= target.start()]
     start, end = target.start(), same[-1].end()
     before = answer[start:end]
-    after = _NUMBER_RE.sub(lambda m: new if m.group(1) == value else m.group(0), before)
+    after = NUMBER_RE.sub(lambda m: new if m.group(1) == value else m.group(0), before)
     what = "the final answer" if final else "a stated fact"
     return Edit(start, end, before, after, f"{what} {value} was replaced by the wrong value {new}")
 

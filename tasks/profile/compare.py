@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata, spearmanr
 
-from judgeops.tasks.profile import BENCHMARK, HARD_BENCHMARK, HARD_EMPIRICAL, Profile
+from judgeops.schemas.vocabulary import is_panel
 from judgeops.tasks.profile.conditions import CAP
+from judgeops.tasks.profile.profiles import BENCHMARK, HARD_BENCHMARK, HARD_EMPIRICAL, Profile
 
 STATS_COLUMNS = ["kind", "benchmark", "other", "judge_id", "other_judge", "condition", "n", "estimate",
                  "ci_low", "ci_high"]  # fmt: skip
@@ -67,7 +68,7 @@ def rank_stability(profiles: dict[str, Profile], confidence: float, min_judges: 
     out = []
     alpha = (1 - confidence) / 2
     tables = {
-        name: p.rows[~p.rows["judge_id"].str.startswith("panel:")].pivot_table(
+        name: p.rows[~is_panel(p.rows["judge_id"])].pivot_table(
             index="judge_id", columns="condition", values="estimate"
         )
         for name, p in profiles.items()

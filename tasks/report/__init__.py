@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops import __version__
+from judgeops.schemas.vocabulary import is_panel
 from judgeops.tasks.construct import construction_summary
 from judgeops.tasks.profile import BENCHMARK
 from judgeops.tasks.profile.conditions import (
@@ -341,8 +342,8 @@ def render_report(
 ) -> str:
     published = external_table(tables["profiles"])
     profiles = tables["profiles"][tables["profiles"]["benchmark"] == BENCHMARK]
-    judges_only = profiles[~profiles["judge_id"].str.startswith("panel:")]
-    panel = profiles[profiles["judge_id"].str.startswith("panel:")]
+    judges_only = profiles[~is_panel(profiles["judge_id"])]
+    panel = profiles[is_panel(profiles["judge_id"])]
     aggregation = None
     if len(panel):
         keep = panel[

@@ -18,14 +18,14 @@ import re
 import pandas as pd
 
 from judgeops.schemas.artifacts import FINAL_CLAIM
-from judgeops.tasks.construct.operators import _NUMBER_RE, OVERCLAIMS, REVERSALS, SUBTLE_OVERCLAIMS
+from judgeops.schemas.edits import NUMBER_RE, OVERCLAIMS, REVERSALS, SUBTLE_OVERCLAIMS
 
 _SCOPE_MARKERS = {w.lower() for w in [*OVERCLAIMS.values(), *SUBTLE_OVERCLAIMS.values()]}
 
 
 def _fact_tokens(text: str) -> list[str]:
     """Numbers, and option letters or names (capitalised words): what a fabricated fact changes."""
-    return _NUMBER_RE.findall(text) + re.findall(r"\b[A-Z][A-Za-z]*\b", text)
+    return NUMBER_RE.findall(text) + re.findall(r"\b[A-Z][A-Za-z]*\b", text)
 
 
 def final_claim(text: str) -> str | None:

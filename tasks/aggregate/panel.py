@@ -1,0 +1,230 @@
+"""Aggregation: the panel's verdicts → one `consensus` row per (variant, method), without labels.
+
+In the evaluate flow (`aggregate`), a task is one presentation of one pair (`pair_id:presentation`), and
+each judge's verdicts in the two display orders are two runs of it. The aggregators see the candidates in
+a canonical order that is randomised per pair with a seeded coin: judgerEva always builds a pair as
+(correct, flawed), so a fixed order would hand class-balance-based methods a degenerate prior, and the
+coin hides nothing else — the mapping uses only the display order, never the gold position. Each method's
+decision is then mapped back to every displayed variant, so profiles treat the panel like a judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+
+from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE, panel_judge_id
+from judgeops.tasks.aggregate._base import DEFAULT_CLASSES
+from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
+from judgeops.tasks.aggregate.registry import AGGREGATORS, BINARY_ONLY, USES_RUNS, get_aggregator
+
+NOTE_COLUMNS = [
+    "method",
+    "agreement_with_mv",
+    "agreement_with_auto",
+    "warning",
+    "choice",
+    "reason",
+    "evidence",
+    "fallbacks",
+]
+
+log = logging.getLogger(__name__)
+
+def _coin(seed: int, pair_id: str) -> bool:
+    return hashlib.sha256(f"{seed}:{pair_id}".encode()).digest()[0] % 2 == 1
+
+
+def canonical_votes(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(long votes `task, worker, run, label, score` in each pair's canonical frame, and per variant its
+    `task` and whether its first-shown answer is the canonical first candidate: `first_is_canonical`)."""
+    v = variants.set_index("variant_id")
+    flip = v["pair_id"].map(lambda p: _coin(seed, str(p)))
+    first_is_canonical = (v["order"] == "AB") != flip
+    task = v["pair_id"].astype(str) + ":" + v["presentation"].astype(str)
+    rows = verdicts[verdicts["variant_id"].isin(v.index)]
+    keep = first_is_canonical.reindex(rows["variant_id"]).to_numpy()
+    verdict = rows["verdict"].where(rows["verdict"].isin(["A", "B"]))
+    swapped = verdict.map({"A": "B", "B": "A"})
+    votes = pd.DataFrame(
+        {
+            "task": task.reindex(rows["variant_id"]).to_numpy(),
+            "worker": rows["judge_id"].to_numpy(),
+            # the display order in the canonical frame ("AB": the canonical first candidate shown first), so
+            # a run says what was shown first without saying which candidate is correct
+            "run": np.where(keep, "AB", "BA"),
+            "shown_first": np.where(keep, "A", "B"),
+            "item": v["pair_id"].astype(str).reindex(rows["variant_id"]).to_numpy(),
+            "presentation": v["presentation"].reindex(rows["variant_id"]).to_numpy(),
+            "label": np.where(keep, verdict, swapped),
+            "score": np.where(keep, rows["p_first"], 1.0 - rows["p_first"]),
+        }
+    )
+    return votes, pd.DataFrame({"task": task, "first_is_canonical": first_is_canonical})
+
+
+def _fit_one(
+    method: str, votes: pd.DataFrame, params: dict, fitted: dict | None = None
+) -> tuple[pd.Series, pd.Series]:
+    """P(canonical first candidate) and the number of votes per task (the estimator goes in `fitted`)."""
+    defaults = (
+        {"neutral": 0.5} if method in ("uws", "care_svd", "care_tensor") else {}
+    )  # P(first) = .5: no view
+    estimator = get_aggregator(method, **{**defaults, **params.get(method, {})})
+    kind = AGGREGATORS[method][1]
+    used = votes.dropna(subset=[kind])
+    if method in BINARY_ONLY:
+        estimator.classes = ("A", "B")  # both classes exist even if every vote names one
+    extra = [c for c in RUN_COLUMNS if c in used.columns] if method in USES_RUNS else []
+    probas = estimator.fit(used[["task", "worker", kind, *extra]]).probas_
+    if fitted is not None:
+        fitted[method] = estimator
+    p = probas["A"] if "A" in probas.columns else pd.Series(0.0, index=probas.index)
+    return p, used.groupby("task").size()
+
+
+def calibrated_rates(
+    calibration: pd.DataFrame, estimator: str = "disagreement"
+) -> dict[str, tuple[float, float]]:
+    """WMV rates from a weekly calibration (display frame: positive = the first shown answer wins). The
+    aggregators see each pair in a canonical order chosen by a coin, so a judge's canonical FPR and FNR are
+    both the mean of its display-frame FPR and FNR."""
+    rows = calibration[(calibration["estimator"] == estimator) & (calibration["stratum"] == "")]
+    return {r.judge_id: ((r.fpr + r.fnr) / 2, (r.fpr + r.fnr) / 2) for r in rows.itertuples()}
+
+
+def aggregate(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str], seed: int = 0,
+    params: dict | None = None, calibration: pd.DataFrame | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """One consensus row per variant and method, in the display frame (label "A" = first shown wins).
+
+    With a weekly `calibration` (the latest as of the run's date), WMV weighs the judges by its rates."""
+    return aggregate_panel(verdicts, variants, methods, seed, params, calibration)["consensus"]
+
+
+def aggregate_panel(
+    verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str], seed: int = 0,
+    params: dict | None = None, calibration: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None,
+) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """`consensus` (as `aggregate`), `consistency` (perturbation signals per judge, overall and per error type
+    when `pairs` are given) and `aggregation_notes` (auto's choice and each method's label-free check)."""
+    if calibration is not None and len(calibration) and "wmv" in methods:
+        params = {**(params or {}), "wmv": {**(params or {}).get("wmv", {}), "estimator": "given",
+                                            "rates": calibrated_rates(calibration)}}  # fmt: skip
+    votes, shown = canonical_votes(verdicts, variants, seed)
+    task = shown["task"].to_numpy()
+    out, fitted, reasons = [], {}, {}
+    for method in methods:
+        try:
+            p, n = _fit_one(method, votes, params or {}, fitted)
+            reason = None
+        except ValueError as exc:
+            log.warning("aggregate: %s could not fit this panel: %s", method, exc)
+            p, n, reason = pd.Series(dtype=float), pd.Series(dtype=float), str(exc)
+            reasons[method] = reason
+        p_task = p.reindex(task).to_numpy(dtype=float)
+        p_first = np.where(shown["first_is_canonical"].to_numpy(), p_task, 1.0 - p_task)
+        n_votes = n.reindex(task).fillna(0).astype(int).to_numpy()
+        label = np.where(p_first > 0.5, "A", np.where(p_first < 0.5, "B", TIE)).astype(object)
+        label[np.isnan(p_first)] = UNAVAILABLE if reason else NO_VOTES
+        label[(n_votes == 0) & (reason is None)] = NO_VOTES
+        p_first[n_votes == 0] = np.nan
+        out.append(
+            pd.DataFrame(
+                {
+                    "unit_id": shown.index,
+                    "method": method,
+                    "score": 2 * p_first - 1,
+                    "label": label,
+                    "posterior": p_first,
+                    "n_votes": n_votes,
+                }
+            )
+        )
+    consensus = pd.concat(out, ignore_index=True)
+    return {
+        "consensus": consensus,
+        "consistency": panel_consistency(votes, pairs),
+        "aggregation_notes": aggregation_notes(consensus, fitted, reasons),
+    }
+
+
+def panel_consistency(votes: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Perturbation consistency per judge, overall and per error type of the pair (consistency.py)."""
+    usable = votes.dropna(subset=["label"])
+    columns = ["judge_id", "condition", *SIGNALS]
+    if usable.empty or usable["label"].nunique() < 1:
+        return pd.DataFrame(columns=columns)
+    frames = [consistency_signals(usable, DEFAULT_CLASSES).assign(condition="overall")]
+    if pairs is not None and "error_type" in pairs.columns:
+        kind = pairs.set_index(pairs["pair_id"].astype(str))["error_type"]
+        typed = usable.assign(condition=usable["item"].map(kind)).dropna(subset=["condition"])
+        if len(typed):
+            frames.append(consistency_signals(typed, DEFAULT_CLASSES, by="condition"))
+    table = pd.concat(frames, ignore_index=True).rename(columns={"worker": "judge_id"})
+    return table[columns].reset_index(drop=True)
+
+
+def soft_agreement(labels: pd.Series, reference: pd.Series) -> float:
+    """On the units the reference decides (A or B): 1 where `labels` says the same, ½ where it makes no
+    decision (a tie, no votes), 0 where it says the other; NaN if the reference decides nothing."""
+    decided = reference.isin(["A", "B"])
+    if not decided.any():
+        return float("nan")
+    ours, ref = labels[decided], reference[decided]
+    score = np.where(ours == ref, 1.0, np.where(ours.isin(["A", "B"]), 0.0, 0.5))
+    return float(score.mean())
+
+
+def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> pd.DataFrame:
+    """Per method: its agreement with majority vote and with auto's consensus (soft_agreement: a non-decision
+    counts ½), and a warning when its label-free check fails (it takes the mirror side of majority vote, or
+    it strays from auto's consensus further than majority vote does). auto's row says what it chose and why."""
+    wide = consensus.pivot(index="unit_id", columns="method", values="label")
+    rows = []
+    for method in wide.columns:
+        mv = soft_agreement(wide[method], wide["mv"]) if "mv" in wide else np.nan
+        auto = soft_agreement(wide[method], wide["auto"]) if "auto" in wide else np.nan
+        mv_auto = soft_agreement(wide["mv"], wide["auto"]) if {"mv", "auto"} <= set(wide) else np.nan
+        warning = ""
+        if method in reasons:
+            warning = f"could not fit this panel: {reasons[method]}"
+        elif method not in ("mv", "auto") and mv < 0.5:
+            warning = f"takes the mirror side of majority vote (agrees on {mv:.0%} of what MV decides)"
+        elif method not in ("mv", "auto") and auto < mv_auto - 0.05:
+            warning = (f"strays from auto's consensus (agrees on {auto:.0%}) further than majority vote "
+                       f"({mv_auto:.0%}): likely below majority vote here")  # fmt: skip
+        choice, reason, evidence = "", "", ""
+        if method == "auto" and "auto" in fitted:
+            est = fitted["auto"]
+            choice, reason = est.choice_, est.reason_
+            evidence = json.dumps(est.evidence_, sort_keys=True, default=float)
+        fallbacks = "; ".join(getattr(fitted.get(method), "fallbacks_", None) or [])
+        if fallbacks:
+            log.warning("aggregate: %s fell back: %s", method, fallbacks)
+        rows.append({"method": method, "agreement_with_mv": mv, "agreement_with_auto": auto,
+                     "warning": warning, "choice": choice, "reason": reason, "evidence": evidence,
+                     "fallbacks": fallbacks})  # fmt: skip
+    return pd.DataFrame(rows, columns=NOTE_COLUMNS)
+
+
+def consensus_as_verdicts(consensus: pd.DataFrame) -> pd.DataFrame:
+    """The panel's decisions shaped like verdicts (judge_id `panel:<method>`), so they are profiled like a judge.
+
+    A method that could not fit the panel (label `unavailable`) made no decision and is left out."""
+    consensus = consensus[consensus["label"] != UNAVAILABLE]
+    return pd.DataFrame(
+        {
+            "judge_id": panel_judge_id(consensus["method"]),
+            "variant_id": consensus["unit_id"],
+            "verdict": consensus["label"].where(consensus["label"].isin(["A", "B", TIE])),
+            "p_first": consensus["posterior"],
+        }
+    )

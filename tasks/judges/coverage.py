@@ -1,0 +1,86 @@
+"""Honest coverage accounting: per judge, what was expected, what came back, and why the rest did not."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.runner import select_subset
+
+
+def transport_failures(verdicts: pd.DataFrame) -> int:
+    """Rows whose call never got an answer (timeouts, 5xx, refused connections): not cached, retried on rerun."""
+    return int(verdicts["error"].fillna("").str.startswith("transport").sum())
+
+
+FAILURE_CAUSES = ("rate_limited", "server_error", "client_error", "timeout", "connection", "other_error")
+_CONNECTION = (
+    "ConnectError",
+    "RemoteProtocolError",
+    "ReadError",
+    "WriteError",
+    "NetworkError",
+    "ProtocolError",
+)
+
+
+def failure_cause(error: str | None) -> str | None:
+    """Why a call gave no verdict, from its recorded error: unparsable (the server answered, not a
+    completion), rate_limited (429 after the retries), server_error (5xx), client_error (other 4xx),
+    timeout, connection (refused, dropped mid-body), other_error."""
+    if not error:
+        return None
+    if error.startswith("unparsable"):
+        return "unparsable"
+    status = re.search(r"HTTP (\d{3})", error)
+    if status:
+        code = int(status.group(1))
+        return "rate_limited" if code == 429 else "server_error" if code >= 500 else "client_error"
+    if "Timeout" in error:
+        return "timeout"
+    if any(name in error for name in _CONNECTION):
+        return "connection"
+    return "other_error"
+
+
+def coverage(
+    verdicts: pd.DataFrame,
+    variants: pd.DataFrame,
+    judges: list[JudgeConfig],
+    pairs: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per judge: calls expected (every variant, or its max_pairs subset), verdicts usable, ties,
+    unparsable outputs, errors — split by cause (`failure_cause`; n_error = their sum + n_missing) — backend
+    calls made and cache hits.
+
+    A missing row counts as an error: nothing is lost silently.
+    """
+    rows = []
+    for judge in judges:
+        expected = select_subset(variants, judge.max_pairs, judge.name, pairs)["variant_id"]
+        n_expected = len(expected)
+        v = verdicts[(verdicts["judge_id"] == judge.name) & verdicts["variant_id"].isin(expected)]
+        answered = int(v["verdict"].isin(["A", "B"]).sum())
+        tie = int((v["verdict"] == "tie").sum())
+        unparsable = int((v["verdict"].isna() & v["error"].fillna("").str.startswith("unparsable")).sum())
+        missing = n_expected - v["variant_id"].nunique()
+        error = int((v["verdict"].isna()).sum()) - unparsable + missing
+        causes = v.loc[v["verdict"].isna(), "error"].map(failure_cause).value_counts()
+        rows.append(
+            {
+                "judge_id": judge.name,
+                "n_expected": n_expected,
+                "n_answered": answered,
+                "n_tie": tie,
+                "n_unparsable": unparsable,
+                "n_error": error,
+                **{f"n_{c}": int(causes.get(c, 0)) for c in FAILURE_CAUSES},
+                "n_missing": missing,
+                "coverage": answered / n_expected if n_expected else 0.0,
+                "n_calls": int(v["n_calls"].sum()),
+                "cache_hits": int(v["cache_hits"].sum()),
+            }
+        )
+    return pd.DataFrame(rows)

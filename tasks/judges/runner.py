@@ -1,0 +1,354 @@
+"""Judge invocation: the panel over every variant, one `verdicts` row per judge and unit.
+
+`judge_variants(...)` and `judge_responses(...)` are the pure functions (coverage.py accounts for what came
+back; schemas/vocabulary.py turns displayed verdicts into "the correct answer won").
+
+A programmatic judge reads each unit directly. An LLM judge goes protocol → requests → call cache →
+backend: the protocol (protocols.py) turns a unit into requests, each keyed by calls.call_key; hits come
+from the cache (cache.py) and never reach the backend; misses go to the backend in small chunks (at most
+`batch_size`, about four requests per concurrency slot), and each finished chunk is committed to the cache
+before the next starts, so a crash loses at most one chunk and a rerun pays only for what was never
+answered. Runs sharing a cache file share in-flight calls: a miss is claimed before it is called, and a key
+another live run has claimed is waited for in the cache, not paid again (cache.py). The backend is created
+only when there is a miss: a warm rerun neither loads a model nor opens a connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.backends import Backend, get_backend
+from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.calls import Call, Reply, make_call
+from judgeops.tasks.judges.programmatic import check_response, judge_unit
+from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
+
+ProgressFn = Callable[[int, int, int, int], None]  # (calls done, calls total, errors so far, cache hits)
+
+
+def call_id(judge: JudgeConfig, unit_id: str) -> str:
+    key = ":".join([judge.backend, judge.model, judge.protocol, judge.name, unit_id])
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def select_subset(
+    variants: pd.DataFrame, max_pairs: int | None, seed: str, pairs: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Every variant of a fixed subset of pairs, so the subset is the same in every run and its calls stay
+    cached: pairs ranked by a hash of (judge name, pair_id), taken round-robin over error types where
+    `pairs` gives them (each type as equally represented as the sample size allows)."""
+    if max_pairs is None:
+        return variants
+    ids = pd.Series(variants["pair_id"].unique())
+    rank = ids.map(lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
+    table = pd.DataFrame({"pair_id": ids, "rank": rank})
+    types = pairs.set_index("pair_id")["error_type"] if pairs is not None else pd.Series(dtype=object)
+    table["stratum"] = table["pair_id"].map(types).fillna("(none)")
+    table = table.sort_values("rank")
+    table["turn"] = table.groupby("stratum").cumcount()  # 0 for each type's first pair, then 1, ...
+    table["published"] = table["stratum"] == "(none)"  # within a turn, judgerEva's error types first
+    chosen = table.sort_values(["turn", "published", "rank"])["pair_id"].head(max_pairs)
+    return variants[variants["pair_id"].isin(set(chosen))]
+
+
+def units_for(variants: pd.DataFrame, question: pd.Series, reference: pd.Series) -> list[Unit]:
+    return [
+        Unit(vid, q, a, b, ref)
+        for vid, q, a, b, ref in zip(
+            variants["variant_id"], question, variants["text_a"], variants["text_b"], reference, strict=True
+        )
+    ]
+
+
+@dataclass
+class JudgedUnit:
+    decision: Decision
+    n_samples: int
+    flip_rate: float | None
+    p_first_sd: float | None
+    latency_ms: float
+    tokens: int | None
+    n_calls: int
+    cache_hits: int
+
+
+def _combine(decisions: list[Decision], replies: list[list[Reply]]) -> JudgedUnit:
+    """Self-consistency: the majority verdict over samples, how often samples left it, their p spread."""
+    flat = [r for rs in replies for r in rs]
+    tokens = [r.tokens for r in flat if r.tokens is not None]
+    usable = [d for d in decisions if d.verdict is not None]
+    if not usable:
+        decision = decisions[0]
+        flip, sd = None, None
+    else:
+        verdicts = [d.verdict for d in usable]
+        top = max(sorted(set(verdicts)), key=verdicts.count)
+        ps = [d.p_first for d in usable if d.p_first is not None]
+        first = next(d for d in usable if d.verdict == top)
+        p_first = float(np.mean(ps)) if ps else None
+        decision = Decision(top, p_first, first.rationale, None)
+        flip = 1 - verdicts.count(top) / len(verdicts)
+        sd = float(np.std(ps)) if len(ps) > 1 else (0.0 if ps else None)
+    return JudgedUnit(
+        decision,
+        len(decisions),
+        flip if len(decisions) > 1 else None,
+        sd if len(decisions) > 1 else None,
+        sum(r.latency_ms for r in flat if not r.cached),
+        sum(tokens) if tokens else None,
+        len(flat),
+        sum(r.cached for r in flat),
+    )
+
+
+def complete_cached(
+    judge: JudgeConfig,
+    calls: list[Call],
+    cache: CallCache,
+    chunk_size: int = 64,
+    backend: Backend | None = None,
+    on_step: Callable[[int, int, int], None] | None = None,
+) -> dict[str, Reply]:
+    """Replies for calls: cache hits first, the misses through the backend in chunks, each chunk committed
+    to the cache as soon as it is back. `on_step(cache hits, answered, transport failures)` after the
+    lookup and after each chunk. The backend is created only if there is a miss.
+
+    Raises JudgeBackendError when the backend gives up; what it answered is cached first.
+    """
+    step = on_step or (lambda hits, answered, failed: None)
+    replies = cache.get_many(sorted({c.key for c in calls}))
+    step(sum(c.key in replies for c in calls), 0, 0)
+    pending = list({c.key: c for c in calls if c.key not in replies}.values())
+    while pending:  # claim what nobody is calling, call it, then wait for what other runs are calling
+        mine, theirs = cache.claim([c.key for c in pending])
+        landed = cache.get_many([c.key for c in pending if c.key not in mine and c.key not in theirs])
+        replies.update(landed)  # answered by another run since the lookup
+        if landed:
+            step(len(landed), 0, 0)
+        own = [c for c in pending if c.key in mine]
+        for start in range(0, len(own), chunk_size):
+            chunk = own[start : start + chunk_size]
+            backend = backend or get_backend(judge)
+            cache.record_sent(judge.backend, judge.model, [c.key for c in chunk])
+            try:
+                got = backend.complete(chunk)
+            except BaseException as exc:  # a JudgeBackendError carries what was answered; anything else (an
+                # interrupt, a bug) too must leave no claim for others to wait on
+                cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
+                cache.release([c.key for c in own])
+                raise
+            cache.put_many(judge.backend, judge.model, got)
+            cache.release([c.key for c in chunk])
+            replies.update(got)
+            step(0, len(got), sum(r.transport_failure for r in got.values()))
+        if theirs:
+            shared = cache.wait_for(theirs, on_found=lambda got: step(len(got), 0, 0))
+            replies.update(shared)
+        pending = [c for c in pending if c.key not in replies and c.key in theirs]
+    return replies
+
+
+def run_judge(
+    judge: JudgeConfig,
+    units: list[Unit],
+    cache: CallCache,
+    chunk_size: int = 64,
+    progress: Callable[[int, int, int], None] | None = None,
+    backend: Backend | None = None,
+) -> dict[str, JudgedUnit]:
+    """An LLM judge over units: every protocol phase, every sample, through the cache.
+
+    Raises JudgeBackendError when the backend gives up (circuit open); what it answered is cached first.
+    `progress(calls answered, cache hits, transport failures)` after each chunk.
+    """
+    protocol = get_protocol(judge.protocol, judge.rationale, judge.decoding.max_tokens)
+    state: dict[tuple[str, int], list[Reply] | None] = {
+        (u.unit_id, s): None for u in units for s in range(judge.samples)
+    }
+    by_id = {u.unit_id: u for u in units}
+    open_ = list(state)
+    answered = hits = failures = 0
+    while open_:
+        calls: list[Call] = []
+        asked: dict[tuple[str, int], list[Call]] = {}
+        for unit_id, s in open_:
+            requests = protocol.requests(by_id[unit_id], state[(unit_id, s)])
+            if requests is None:
+                continue
+            asked[(unit_id, s)] = [make_call(judge, r, protocol.version, unit_id, s) for r in requests]
+            calls.extend(asked[(unit_id, s)])
+
+        def tally(hit: int, answered_now: int, failed: int) -> None:
+            nonlocal hits, answered, failures
+            hits, answered, failures = hits + hit, answered + answered_now, failures + failed
+            if progress and answered_now:
+                progress(answered, hits, failures)
+
+        replies = complete_cached(judge, calls, cache, chunk_size, backend, tally)
+        for unit_key, unit_calls in asked.items():
+            state[unit_key] = (state[unit_key] or []) + [replies[c.key] for c in unit_calls]
+        open_ = list(asked)
+    out: dict[str, JudgedUnit] = {}
+    for unit in units:
+        samples = [state[(unit.unit_id, s)] or [] for s in range(judge.samples)]
+        decisions = [protocol.decide(unit, rs) for rs in samples]
+        out[unit.unit_id] = _combine(decisions, samples)
+    return out
+
+
+def _row(judge: JudgeConfig, asked: JudgeConfig, run_id: str, j: JudgedUnit, variant_id, response_id) -> dict:
+    """One `verdicts` row: `asked` is the judge as called (its protocol keys the call)."""
+    unit_id = variant_id if variant_id is not None else f"response:{response_id}"
+    return {
+        "call_id": call_id(asked, unit_id),
+        "run_id": run_id,
+        "judge_id": judge.name,
+        "protocol": asked.protocol,
+        "variant_id": variant_id,
+        "response_id": response_id,
+        "verdict": j.decision.verdict,
+        "p_first": j.decision.p_first,
+        "rationale": j.decision.rationale,
+        "latency_ms": j.latency_ms,
+        "tokens": j.tokens,
+        "cached": j.n_calls > 0 and j.cache_hits == j.n_calls and judge.backend != "programmatic",
+        "error": j.decision.error,
+        "n_samples": j.n_samples,
+        "flip_rate": j.flip_rate,
+        "p_first_sd": j.p_first_sd,
+        "n_calls": j.n_calls,
+        "cache_hits": j.cache_hits,
+    }
+
+
+def judge_variants(
+    variants: pd.DataFrame,
+    pairs: pd.DataFrame,
+    items: pd.DataFrame,
+    judges: list[JudgeConfig],
+    run_id: str,
+    batch_size: int = 500,
+    progress: ProgressFn | None = None,
+    external_pairs: pd.DataFrame | None = None,
+    cache_path: str | None = None,
+) -> pd.DataFrame:
+    """Every judge on every variant (or on its `max_pairs` subset). A call that fails gets a row with the
+    error, never no row."""
+    context = pairs[["pair_id", "item_id"]].merge(items[["item_id", "question", "gold"]], on="item_id")
+    context = context[["pair_id", "question", "gold"]]
+    if external_pairs is not None and len(external_pairs):  # published pairs: a question, no reference answer
+        published = external_pairs[["pair_id", "question"]].assign(gold="")
+        context = pd.concat([context, published], ignore_index=True)
+    context = context.set_index("pair_id")
+    plan = [(judge, select_subset(variants, judge.max_pairs, judge.name, pairs)) for judge in judges]
+    total = sum(len(v) for _, v in plan)
+    rows: list[dict] = []
+    done = errors = hits = 0
+    cache = CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j in judges) else None
+    try:
+        for judge, subset in plan:
+            units = units_for(
+                subset, subset["pair_id"].map(context["question"]), subset["pair_id"].map(context["gold"])
+            )
+            if judge.backend == "programmatic":
+                judged = {}
+                for start in range(0, len(units), batch_size):
+                    batch = units[start : start + batch_size]
+                    for unit in batch:
+                        t0 = time.perf_counter()
+                        decision = judge_unit(judge.model, judge.protocol, unit)
+                        ms = (time.perf_counter() - t0) * 1000
+                        judged[unit.unit_id] = JudgedUnit(decision, 1, None, None, ms, None, 1, 0)
+                    done += len(batch)
+                    if progress:
+                        progress(done, total, errors, hits)
+            else:
+                if cache is None:
+                    raise ValueError("LLM judges need a call cache (cache_path)")
+                base, n = (done, errors, hits), len(units)
+
+                def tick(answered: int, cached: int, failed: int, base=base, n=n) -> None:
+                    if progress:
+                        progress(
+                            base[0] + min(n, answered + cached), total, base[1] + failed, base[2] + cached
+                        )
+
+                chunk = min(batch_size, max(8, 4 * judge.max_concurrency))  # LLM calls are slow: small chunks
+                judged = run_judge(judge, units, cache, chunk_size=chunk, progress=tick)
+                done += len(units)
+                hits += sum(j.cache_hits for j in judged.values())
+            errors += sum(j.decision.verdict is None for j in judged.values())
+            if judge.backend != "programmatic" and progress:
+                progress(done, total, errors, hits)
+            rows += [_row(judge, judge, run_id, judged[u.unit_id], u.unit_id, None) for u in units]
+    finally:
+        if cache is not None:
+            cache.close()
+    out = pd.DataFrame(rows)
+    for col in ("p_first", "flip_rate", "p_first_sd"):
+        out[col] = out[col].astype(float)
+    return out
+
+
+def _response_sample(responses: pd.DataFrame, max_n: int | None, seed: str) -> pd.DataFrame:
+    """Every response, or a fixed hash-ranked sample of `max_n` (the same in every run: its calls stay cached)."""
+    if max_n is None or len(responses) <= max_n:
+        return responses
+    rank = responses["response_id"].map(lambda r: hashlib.sha256(f"{seed}:{r}".encode()).hexdigest())
+    return responses.loc[rank.sort_values().index[:max_n]]
+
+
+def judge_responses(
+    responses: pd.DataFrame,
+    items: pd.DataFrame,
+    judges: list[JudgeConfig],
+    run_id: str,
+    cache_path: str | None = None,
+    progress: ProgressFn | None = None,
+) -> pd.DataFrame:
+    """Every judge says whether each examinee answer is correct, the answer shown alone (protocol
+    `response_check`: one yes/no; programmatic judges apply their own notion of a good answer). A judge with
+    `max_pairs` judges a fixed sample of that many responses. One `verdicts` row per judge and response,
+    `variant_id` empty, `verdict` "correct" / "incorrect" (None with the error when the call failed)."""
+    context = items.set_index("item_id")
+    question = responses["item_id"].map(context["question"]).fillna("")
+    gold = responses["item_id"].map(context["gold"]).fillna("").astype(str)
+    units_all = {
+        rid: Unit(f"response:{rid}", q, text, "", ref)
+        for rid, q, text, ref in zip(responses["response_id"], question, responses["text"], gold, strict=True)
+    }
+    rows: list[dict] = []
+    cache = CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j in judges) else None
+    done, total, errors = 0, sum(len(_response_sample(responses, j.max_pairs, j.name)) for j in judges), 0
+    try:
+        for judge in judges:
+            units = [
+                units_all[r] for r in _response_sample(responses, judge.max_pairs, judge.name)["response_id"]
+            ]
+            check = judge.model_copy(update={"protocol": "response_check", "rationale": False})
+            if judge.backend == "programmatic":
+                judged = {u.unit_id: JudgedUnit(check_response(judge.model, u), 1, None, None, None, None, 1, 0)
+                          for u in units}  # fmt: skip
+            else:
+                if cache is None:
+                    raise ValueError("LLM judges need a call cache (cache_path)")
+                judged = run_judge(check, units, cache, chunk_size=max(8, 4 * judge.max_concurrency))
+            done += len(units)
+            errors += sum(j.decision.verdict is None for j in judged.values())
+            if progress:
+                progress(done, total, errors, sum(j.cache_hits for j in judged.values()))
+            rows += [
+                _row(judge, check, run_id, judged[u.unit_id], None, u.unit_id.removeprefix("response:"))
+                for u in units
+            ]
+    finally:
+        if cache is not None:
+            cache.close()
+    return pd.DataFrame(rows)
