@@ -112,9 +112,11 @@ def regimes_table(seeds: int, tasks: int) -> tuple[list[str], dict]:
 def sweep_table(seeds: int, tasks: int) -> list[str]:
     lines = []
     for regime, strengths in SWEEPS.items():
-        lines += [f"\n{REGIMES[regime]}, accuracy (mean over {seeds} seeds) by confounder strength:\n",
-                  "| strength | best single judge | " + " | ".join(SWEEP_METHODS) + " |",
-                  "|---" * (len(SWEEP_METHODS) + 2) + "|"]  # fmt: skip
+        lines += [
+            f"\n{REGIMES[regime]}, accuracy (mean over {seeds} seeds) by confounder strength:\n",
+            "| strength | best single judge | " + " | ".join(SWEEP_METHODS) + " |",
+            "|---" * (len(SWEEP_METHODS) + 2) + "|",
+        ]
         for s in strengths:
             acc: dict[str, list[float]] = {c: [] for c in SWEEP_METHODS}
             best = []
@@ -141,8 +143,17 @@ def panel6() -> tuple[pd.DataFrame, pd.Series] | None:
             continue
         judge, order = col.split("__order")
         said = wide[col]
-        rows.append(pd.DataFrame({"task": wide["idx"], "worker": judge, "order": order,
-                                  "label": said.map({1: "A", 2: "B"}), "score": said.map({1: 1.0, 2: 0.0})}))  # fmt: skip
+        rows.append(
+            pd.DataFrame(
+                {
+                    "task": wide["idx"],
+                    "worker": judge,
+                    "order": order,
+                    "label": said.map({1: "A", 2: "B"}),
+                    "score": said.map({1: 1.0, 2: 0.0}),
+                }
+            )
+        )
     votes = pd.concat(rows, ignore_index=True).dropna(subset=["label"])
     truth = pd.Series(np.where(wide["label"] == 1, "A", "B"), index=wide["idx"].rename("task"))
     return votes, truth
@@ -172,8 +183,13 @@ def speed_table(repeats: int = 3) -> list[str]:
     q, c = rng.integers(0, 2, n), rng.integers(0, 2, n)
     a, b = rng.uniform(0.5, 1.5, p), rng.uniform(0, 3, p)
     x = np.outer(q, a) + np.outer(c, b) + rng.normal(size=(n, p))
-    votes = pd.DataFrame({"task": np.repeat(np.arange(n), p), "worker": np.tile([f"j{i}" for i in range(p)], n),
-                          "score": x.ravel()})  # fmt: skip
+    votes = pd.DataFrame(
+        {
+            "task": np.repeat(np.arange(n), p),
+            "worker": np.tile([f"j{i}" for i in range(p)], n),
+            "score": x.ravel(),
+        }
+    )
     votes["label"] = np.where(x.ravel() > np.tile(a / 2 + b / 2, n), "A", "B")
     truth = pd.Series(np.where(q == 1, "A", "B"))
     lines = ["| method | fit time (s, best of 3) | × MV | accuracy |", "|---|---|---|---|"]
@@ -220,16 +236,27 @@ def cvxpy_reference(votes: pd.DataFrame) -> list[str]:
     _, S, L, _ = sparse_low_rank(sigma, alpha, beta)
     ours = time.perf_counter() - t0
     Sv, Lv = cp.Variable((p, p), symmetric=True), cp.Variable((p, p), PSD=True)
-    problem = cp.Problem(cp.Minimize(-cp.log_det(Sv - Lv) + cp.trace(sigma @ (Sv - Lv))
-                                     + alpha * cp.sum(cp.abs(cp.multiply(off, Sv))) + beta * cp.trace(Lv)))  # fmt: skip
-    lines = ["| solver (24 judges, one (λ, γ)) | time (s) | × ours | objective | ‖L − L_ours‖_F |", "|---|---|---|---|---|",
-             f"| ours (ADMM, numpy) | {ours:.4f} | 1.0 | {objective(S, L):.7f} | 0 |"]  # fmt: skip
+    problem = cp.Problem(
+        cp.Minimize(
+            -cp.log_det(Sv - Lv)
+            + cp.trace(sigma @ (Sv - Lv))
+            + alpha * cp.sum(cp.abs(cp.multiply(off, Sv)))
+            + beta * cp.trace(Lv)
+        )
+    )
+    lines = [
+        "| solver (24 judges, one (λ, γ)) | time (s) | × ours | objective | ‖L − L_ours‖_F |",
+        "|---|---|---|---|---|",
+        f"| ours (ADMM, numpy) | {ours:.4f} | 1.0 | {objective(S, L):.7f} | 0 |",
+    ]
     for solver in ("CLARABEL", "SCS"):
         t0 = time.perf_counter()
         problem.solve(solver=solver)
         t = time.perf_counter() - t0
-        lines.append(f"| cvxpy {cp.__version__} + {solver} | {t:.3f} | {t / ours:.0f} | "
-                     f"{objective(Sv.value, Lv.value):.7f} | {np.linalg.norm(L - Lv.value):.1e} |")  # fmt: skip
+        lines.append(
+            f"| cvxpy {cp.__version__} + {solver} | {t:.3f} | {t / ours:.0f} | "
+            f"{objective(Sv.value, Lv.value):.7f} | {np.linalg.norm(L - Lv.value):.1e} |"
+        )
     return lines
 
 
@@ -242,8 +269,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     command = f"python bench/aggregate.py --seeds {args.seeds} --tasks {args.tasks}"
-    out = [f"Command: `taskset -c 0,1 {command}` ({time.strftime('%Y-%m-%d')}). * = uses labels (a reference, "
-           "not a label-free method). Best single judge: picked with the truth, per seed.", ""]  # fmt: skip
+    out = [
+        f"Command: `taskset -c 0,1 {command}` ({time.strftime('%Y-%m-%d')}). * = uses labels (a reference, "
+        "not a label-free method). Best single judge: picked with the truth, per seed.",
+        "",
+    ]
     lines, _ = regimes_table(args.seeds, args.tasks)
     out += lines
     out += sweep_table(args.seeds, args.tasks)

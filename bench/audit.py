@@ -38,8 +38,11 @@ def main() -> None:
     parser.add_argument("--regimes", nargs="*", default=list(REGIMES))
     args = parser.parse_args()
     print(f"Command: `taskset -c 0,1 python bench/audit.py --seeds {args.seeds} --tasks {args.tasks}`\n")
-    print("| regime family | best single judge | selection | " + " | ".join(f"k = {k}" for k in KS)
-          + " | first k ≥ best judge | heads taken at k = 50 |")  # fmt: skip
+    print(
+        "| regime family | best single judge | selection | "
+        + " | ".join(f"k = {k}" for k in KS)
+        + " | first k ≥ best judge | heads taken at k = 50 |"
+    )
     print("|---" * (len(KS) + 5) + "|")
     for regime in args.regimes:
         acc = {(s, k): [] for s in ("stratified", "random") for k in KS}
@@ -55,18 +58,25 @@ def main() -> None:
                 acc[strategy, 0].append(free)
                 for k in KS[1:]:
                     proposal = audit.propose(votes, k, strategy=strategy, seed=seed).set_index("task")
-                    result = audit.refit(votes, truth.reindex(proposal.index), proposal["weight"],
-                                         candidates=candidates)  # fmt: skip
+                    result = audit.refit(
+                        votes, truth.reindex(proposal.index), proposal["weight"], candidates=candidates
+                    )
                     acc[strategy, k].append(accuracy(result["labels"], truth))
                     if k == 50:
                         heads[strategy][result["head"]] += 1
         bar = float(np.mean(best))
         for strategy in ("stratified", "random"):
             means = [float(np.mean(acc[strategy, k])) for k in KS]
-            reach = next((f"{k} ({100 * k / args.tasks:.1f} %)" for k, m in zip(KS, means, strict=True) if m >= bar),
-                         "not by 100")  # fmt: skip
-            print(f"| {LABELS[regime]} | {bar:.3f} | {strategy} | " + " | ".join(f"{m:.3f}" for m in means)
-                  + f" | {reach} | {', '.join(f'{h} {n}' for h, n in heads[strategy].most_common())} |", flush=True)  # fmt: skip
+            reach = next(
+                (f"{k} ({100 * k / args.tasks:.1f} %)" for k, m in zip(KS, means, strict=True) if m >= bar),
+                "not by 100",
+            )
+            print(
+                f"| {LABELS[regime]} | {bar:.3f} | {strategy} | "
+                + " | ".join(f"{m:.3f}" for m in means)
+                + f" | {reach} | {', '.join(f'{h} {n}' for h, n in heads[strategy].most_common())} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

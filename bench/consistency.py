@@ -28,9 +28,20 @@ from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_
 warnings.filterwarnings("ignore", category=UserWarning)
 PANEL6 = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmbar" / "natural_vanilla_panel6.csv"
 LABELS = {r: f"({n}) {r}" for n, r in zip(["i", "ii", "iii", "iv", "v", "vi", "vii"], REGIMES, strict=True)}
-METHODS = {"MV": "mv", "AVG": "avg", "DS": "dawid_skene", "WS": "ws", "UWS": "uws", "CARE-SVD": "care_svd",
-           "CARE-Tensor": "care_tensor", "WMV": "wmv", "BAER": "baer", "CWV": "cwv", "DS-position": "ds_position",
-           "auto": "auto"}  # fmt: skip
+METHODS = {
+    "MV": "mv",
+    "AVG": "avg",
+    "DS": "dawid_skene",
+    "WS": "ws",
+    "UWS": "uws",
+    "CARE-SVD": "care_svd",
+    "CARE-Tensor": "care_tensor",
+    "WMV": "wmv",
+    "BAER": "baer",
+    "CWV": "cwv",
+    "DS-position": "ds_position",
+    "auto": "auto",
+}
 SCORE_REGIMES = ("independent", "clique", "confounder_follows_quality", "confounder_independent")
 SCORED = ["AVG", "UWS", "CARE-SVD", "CARE-Tensor", "DS", "auto"]
 
@@ -61,11 +72,18 @@ def rank_and_error(est, truth: pd.Series) -> tuple[float, float]:
 
 def families(seeds: int, tasks: int) -> list[str]:
     cols = list(METHODS)
-    lines = ["| regime family | best single judge | " + " | ".join(cols) + " | auto − MV | auto chose |",
-             "|---" * (len(cols) + 4) + "|"]  # fmt: skip
-    ranks = ["", "Score panels: Kendall τ-b of each consensus P(A) with the truth / MAE of P(A) against it "
-             "(mean over the same draws):", "", "| regime family | " + " | ".join(SCORED) + " |",
-             "|---" * (len(SCORED) + 1) + "|"]  # fmt: skip
+    lines = [
+        "| regime family | best single judge | " + " | ".join(cols) + " | auto − MV | auto chose |",
+        "|---" * (len(cols) + 4) + "|",
+    ]
+    ranks = [
+        "",
+        "Score panels: Kendall τ-b of each consensus P(A) with the truth / MAE of P(A) against it "
+        "(mean over the same draws):",
+        "",
+        "| regime family | " + " | ".join(SCORED) + " |",
+        "|---" * (len(SCORED) + 1) + "|",
+    ]
     for regime in REGIMES:
         acc: dict[str, list[float]] = {c: [] for c in ["best", *cols]}
         tau: dict[str, list[tuple[float, float]]] = {c: [] for c in SCORED}
@@ -85,9 +103,14 @@ def families(seeds: int, tasks: int) -> list[str]:
                 if method == "auto":
                     chose[est.choice_] += 1
         if regime in SCORE_REGIMES:
-            ranks.append(f"| {LABELS[regime]} | " + " | ".join(
-                f"{np.mean([t for t, _ in tau[c]]):.3f} / {np.mean([m for _, m in tau[c]]):.3f}" for c in SCORED
-            ) + " |")  # fmt: skip
+            ranks.append(
+                f"| {LABELS[regime]} | "
+                + " | ".join(
+                    f"{np.mean([t for t, _ in tau[c]]):.3f} / {np.mean([m for _, m in tau[c]]):.3f}"
+                    for c in SCORED
+                )
+                + " |"
+            )
         gap = np.array(acc["auto"]) - np.array(acc["MV"])
         lines.append(
             f"| {LABELS[regime]} | {np.mean(acc['best']):.3f} ± {np.std(acc['best']):.3f} | "
@@ -107,9 +130,16 @@ def llmbar() -> list[str]:
         judge, order = col.split("__order")
         # canonical frame: A = output_1; run "AB" = output_1 shown first (order 12)
         vals = wide[col]
-        rows.append(pd.DataFrame({"task": wide["idx"].astype(str), "worker": judge,
-                                  "run": "AB" if order == "12" else "BA",
-                                  "label": vals.map({1: "A", 2: "B"})}))  # fmt: skip
+        rows.append(
+            pd.DataFrame(
+                {
+                    "task": wide["idx"].astype(str),
+                    "worker": judge,
+                    "run": "AB" if order == "12" else "BA",
+                    "label": vals.map({1: "A", 2: "B"}),
+                }
+            )
+        )
     votes = pd.concat(rows).dropna(subset=["label"])
     truth = pd.Series(wide["label"].map({1: "A", 2: "B"}).to_numpy(), index=wide["idx"].astype(str))
     lines = ["| method | accuracy (100 pairs, both orders as runs) |", "|---|---|"]
@@ -119,8 +149,10 @@ def llmbar() -> list[str]:
         lines.append(f"| {col} | {accuracy(est.labels_, truth):.2f}{extra} |")
     sig = consistency_signals(votes).set_index("worker")
     lines += ["", "| judge | order consistency | position bias | implied accuracy |", "|---|---|---|---|"]
-    lines += [f"| {j} | {r.order_consistency:.2f} | {r.position_bias:.2f} | {r.implied_accuracy:.2f} |"
-              for j, r in sig.iterrows()]  # fmt: skip
+    lines += [
+        f"| {j} | {r.order_consistency:.2f} | {r.position_bias:.2f} | {r.implied_accuracy:.2f} |"
+        for j, r in sig.iterrows()
+    ]
     return lines
 
 
@@ -135,13 +167,23 @@ def speed() -> list[str]:
         right = rng.random((n, p)) < acc
         said = np.where(right, y[:, None], 1 - y[:, None])
         said = np.where(rng.random((n, p)) < pos, 1 if run == "AB" else 0, said)
-        frames.append(pd.DataFrame({"task": np.repeat(np.arange(n), p), "worker": np.tile(np.arange(p), n),
-                                    "run": run, "label": np.where(said.ravel() == 1, "A", "B")}))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "task": np.repeat(np.arange(n), p),
+                    "worker": np.tile(np.arange(p), n),
+                    "run": run,
+                    "label": np.where(said.ravel() == 1, "A", "B"),
+                }
+            )
+        )
     votes = pd.concat(frames, ignore_index=True)
     best = {}
-    for name, work in {"consistency signals": lambda: consistency_signals(votes),
-                       "auto (signals, cwv, its choice)": lambda: get_aggregator("auto").fit(votes),
-                       "mv": lambda: get_aggregator("mv").fit(votes)}.items():  # fmt: skip
+    for name, work in {
+        "consistency signals": lambda: consistency_signals(votes),
+        "auto (signals, cwv, its choice)": lambda: get_aggregator("auto").fit(votes),
+        "mv": lambda: get_aggregator("mv").fit(votes),
+    }.items():
         times = []
         for _ in range(3):
             t0 = time.perf_counter()

@@ -30,8 +30,12 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=60)
     parser.add_argument("--store", default="/tmp/judgeops-drift-store")
     args = parser.parse_args()
-    drift = BankDrift(start=START, weeks=args.weeks, from_mix={"math": 0.7, "legal": 0.15, "medical": 0.15},
-                      to_mix={"math": 0.1, "legal": 0.45, "medical": 0.45})  # fmt: skip
+    drift = BankDrift(
+        start=START,
+        weeks=args.weeks,
+        from_mix={"math": 0.7, "legal": 0.15, "medical": 0.15},
+        to_mix={"math": 0.1, "legal": 0.45, "medical": 0.45},
+    )
     base = EvaluateConfig()
     config = EvaluateConfig(
         sources=[BankSource(n_items=args.items, seed=7, drift=drift)],
@@ -48,8 +52,10 @@ def main() -> None:
         rows.append((monday, table, result.drifted))
     seconds = time.perf_counter() - t0
     judges = sorted(rows[0][1]["judge_id"])
-    print(f"Command: `python bench/drift_run.py --weeks {args.weeks} --items {args.items}` "
-          f"({time.strftime('%Y-%m-%d')}): {args.weeks} weeks in {seconds:.0f} s\n")  # fmt: skip
+    print(
+        f"Command: `python bench/drift_run.py --weeks {args.weeks} --items {args.items}` "
+        f"({time.strftime('%Y-%m-%d')}): {args.weeks} weeks in {seconds:.0f} s\n"
+    )
     print("| week | " + " | ".join(f"{j} FPR / FNR" for j in judges) + " | drift flags |")
     print("|---" * (len(judges) + 2) + "|")
     for monday, table, drifted in rows:

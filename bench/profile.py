@@ -28,17 +28,33 @@ TYPES = ["factual_fabrication", "logical_reversal", "overclaim", "critical_omiss
 
 def synthetic(n_pairs: int, n_judges: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    pairs = pd.DataFrame({
-        "pair_id": [f"p{i}" for i in range(n_pairs)], "domain": "math",
-        "error_type": [TYPES[i % 4] for i in range(n_pairs)], "edit_before": "36", "edit_after": "38",
-        "qc_flags": [["final_answer_only"] if i % 7 == 0 else (["hard_constructed"] if i % 11 == 0 else [])
-                     for i in range(n_pairs)],
-    })  # fmt: skip
+    pairs = pd.DataFrame(
+        {
+            "pair_id": [f"p{i}" for i in range(n_pairs)],
+            "domain": "math",
+            "error_type": [TYPES[i % 4] for i in range(n_pairs)],
+            "edit_before": "36",
+            "edit_after": "38",
+            "qc_flags": [
+                ["final_answer_only"] if i % 7 == 0 else (["hard_constructed"] if i % 11 == 0 else [])
+                for i in range(n_pairs)
+            ],
+        }
+    )
     variants = pd.DataFrame(
-        [{"variant_id": f"{p}:{pres}:{o}", "pair_id": p, "presentation": pres, "order": o,
-          "gold_position": "A" if o == "AB" else "B"}
-         for p in pairs["pair_id"] for pres in ("plain", "polished", "padded") for o in ("AB", "BA")]
-    )  # fmt: skip
+        [
+            {
+                "variant_id": f"{p}:{pres}:{o}",
+                "pair_id": p,
+                "presentation": pres,
+                "order": o,
+                "gold_position": "A" if o == "AB" else "B",
+            }
+            for p in pairs["pair_id"]
+            for pres in ("plain", "polished", "padded")
+            for o in ("AB", "BA")
+        ]
+    )
     frames = []
     for j in range(n_judges):
         skill = 0.55 + 0.4 * j / max(1, n_judges - 1)
@@ -46,11 +62,17 @@ def synthetic(n_pairs: int, n_judges: int, seed: int = 0):
         verdict = np.where(
             right, variants["gold_position"], np.where(variants["gold_position"] == "A", "B", "A")
         )
-        frames.append(pd.DataFrame({
-            "judge_id": f"judge{j}", "variant_id": variants["variant_id"], "verdict": verdict,
-            "p_first": np.where(verdict == "A", 0.8, 0.2),
-            "rationale": np.where(rng.random(len(variants)) < 0.5, "38 is wrong", "A is better"),
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "judge_id": f"judge{j}",
+                    "variant_id": variants["variant_id"],
+                    "verdict": verdict,
+                    "p_first": np.where(verdict == "A", 0.8, 0.2),
+                    "rationale": np.where(rng.random(len(variants)) < 0.5, "38 is wrong", "A is better"),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True), variants, pairs
 
 
@@ -91,10 +113,14 @@ def main() -> None:
     t_all = best_of(lambda: profile_all(verdicts, variants, pairs, config))
     t_stats = best_of(lambda: profile_stats(every, 0.95))
     t_base = min(per_cell_baseline(verdicts, variants, pairs, config) for _ in range(3))
-    print(f"Command: `taskset -c 0,1 python bench/profile.py --pairs {args.pairs} --judges {args.judges} "
-          f"--resamples {args.resamples}` ({time.strftime('%Y-%m-%d')})\n")  # fmt: skip
-    print(f"{args.judges} judges × {len(variants):,} variants ({args.pairs:,} pairs), {args.resamples:,} resamples; "
-          f"{len(one.rows)} cells on judgerEva, {sum(len(p.rows) for p in every.values())} over all benchmarks.\n")  # fmt: skip
+    print(
+        f"Command: `taskset -c 0,1 python bench/profile.py --pairs {args.pairs} --judges {args.judges} "
+        f"--resamples {args.resamples}` ({time.strftime('%Y-%m-%d')})\n"
+    )
+    print(
+        f"{args.judges} judges × {len(variants):,} variants ({args.pairs:,} pairs), {args.resamples:,} resamples; "
+        f"{len(one.rows)} cells on judgerEva, {sum(len(p.rows) for p in every.values())} over all benchmarks.\n"
+    )
     print("| step | seconds (best of 3) |\n|---|---|")
     print(f"| profile (judgerEva, every cell, one joint bootstrap) | {t_profile:.2f} |")
     print(f"| profile_all (+ QC-clean, Hard-Constructed, Hard-Empirical per judge) | {t_all:.2f} |")

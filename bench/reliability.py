@@ -44,8 +44,17 @@ def main() -> int:
     extra = [a for a in extra if a != "--"]
     with tempfile.TemporaryDirectory() as tmp:
         figures, junit = Path(tmp) / "figures.jsonl", Path(tmp) / "junit.xml"
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/reliability",
-                   f"--junitxml={junit}", *extra]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/reliability",
+            f"--junitxml={junit}",
+            *extra,
+        ]
         done = subprocess.run(command, cwd=ROOT, env={**os.environ, "JUDGEOPS_FIGURES": str(figures)})
         rows = [json.loads(line) for line in figures.read_text().splitlines()] if figures.exists() else []
         problems = []

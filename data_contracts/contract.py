@@ -17,6 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from judgeops.data_contracts.coverage_check import coverage_problems
+from judgeops.data_contracts.pair_verifier import pair_problems
+from judgeops.schemas.artifacts import schema_for
+
 log = logging.getLogger(__name__)
 
 EXAMPLE_ROWS = 3
@@ -123,8 +127,6 @@ def _columns_of(kwargs: Mapping[str, Any]) -> list[str]:
 
 def _example_columns(artifact: str, cfg, df: pd.DataFrame) -> list[str]:
     """The artifact's key columns and the columns the expectation is about: enough to find the row."""
-    from judgeops.schemas.artifacts import schema_for
-
     columns = [*schema_for(artifact).key, *_columns_of(cfg.kwargs)]
     return [c for c in dict.fromkeys(columns) if c in df.columns]
 
@@ -143,9 +145,6 @@ class RowCheck:
 
 
 def _row_checks(artifact: str, df: pd.DataFrame) -> list[tuple[Any, bool, dict, str | None]]:
-    from judgeops.data_contracts.pair_verifier import pair_problems
-    from judgeops.data_contracts.suites import coverage_problems
-
     checks = {
         "coverage": [
             RowCheck(
@@ -252,7 +251,7 @@ def check_contract(
     artifact: str, df: pd.DataFrame, related: Mapping[str, pd.DataFrame] | None = None
 ) -> ContractOutcome:
     """Validate `df` against the suite of `artifact`; return the clean rows, the quarantined rows and the result."""
-    from judgeops.data_contracts.suites import SUITES
+    from judgeops.data_contracts.suites import SUITES  # lazy: great_expectations takes 6-7 s to import
 
     if artifact not in SUITES:
         raise KeyError(f"no data contract for artifact {artifact!r}; known: {sorted(SUITES)}")

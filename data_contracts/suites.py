@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 import pandas as pd
 from great_expectations import expectations as gxe
 
-from judgeops.schemas.artifacts import DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS, VERDICTS
+from judgeops.schemas.artifacts import COVERAGE_CAUSES, DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS, VERDICTS
 
 STOP = {"on_fail": "stop"}
 QUARANTINE = {"on_fail": "quarantine"}
@@ -163,27 +163,6 @@ def verdicts_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
-COVERAGE_CAUSES = ("n_rate_limited", "n_server_error", "n_client_error", "n_timeout", "n_connection",
-                   "n_other_error", "n_missing")  # fmt: skip
-
-
-def coverage_problems(coverage: pd.DataFrame) -> pd.Series:
-    """Per judge: '' when every expected call is accounted for (answered, tie, unparsable, or an error of one
-    named cause), else what does not add up."""
-    accounted = coverage[["n_answered", "n_tie", "n_unparsable", *COVERAGE_CAUSES]].sum(axis=1)
-    by_cause = coverage[list(COVERAGE_CAUSES)].sum(axis=1)
-    return pd.Series(
-        [
-            ("" if a == e else f"{e} calls expected, {a} accounted for")
-            + ("" if c == n else f"; n_error {n} but its causes sum to {c}")
-            for a, e, c, n in zip(
-                accounted, coverage["n_expected"], by_cause, coverage["n_error"], strict=True
-            )
-        ],
-        index=coverage.index,
-    )
-
-
 def coverage_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_keys("judge_id"),
@@ -211,7 +190,7 @@ def robustness_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
         *[
             gxe.ExpectColumnValuesToBeBetween(column=c, min_value=-1, max_value=1, meta=STOP)
             for c in ("change", "instruction_effect")
-        ],  # fmt: skip
+        ],
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0, meta=STOP),
     ]
 
@@ -228,12 +207,17 @@ def consensus_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
 def consistency_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_keys("judge_id", "condition"),
-        *[_probability(c) for c in ("order_consistency", "presentation_consistency", "position_bias", "agreement")],
+        *[
+            _probability(c)
+            for c in ("order_consistency", "presentation_consistency", "position_bias", "agreement")
+        ],
         gxe.ExpectColumnValuesToBeBetween(column="implied_accuracy", min_value=0.5, max_value=1.0, meta=STOP),
         gxe.ExpectColumnValuesToBeBetween(column="weight", min_value=0.0, meta=STOP),
-        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta=STOP)
-          for c in ("n_tasks", "order_pairs", "presentation_pairs", "n_decisive")],
-    ]  # fmt: skip
+        *[
+            gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, meta=STOP)
+            for c in ("n_tasks", "order_pairs", "presentation_pairs", "n_decisive")
+        ],
+    ]
 
 
 def aggregation_notes_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
@@ -289,7 +273,7 @@ def profile_stats_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
                 "profile_distance",
                 "family_distance",
             },
-        ),  # fmt: skip
+        ),
         gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=-1.0, max_value=1.0, meta=STOP),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=1, meta=STOP),
     ]

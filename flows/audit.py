@@ -26,8 +26,15 @@ def refit_with_audit(votes_path: str, labels_path: str) -> dict:
 
 
 @flow(name="audit", flow_run_name="audit-{k}-labels")
-def audit_flow(votes: str, k: int = 50, labels: str | None = None, out: str = "audit.csv",
-               by: str | None = None, strategy: str = "stratified", seed: int = 0) -> dict:  # fmt: skip
+def audit_flow(
+    votes: str,
+    k: int = 50,
+    labels: str | None = None,
+    out: str = "audit.csv",
+    by: str | None = None,
+    strategy: str = "stratified",
+    seed: int = 0,
+) -> dict:
     """Without `labels`: write the k tasks to audit to `out`. With `labels`: write the refitted predictions."""
     if labels is None:
         proposal = propose_audit(votes, k, by, strategy, seed)
@@ -44,7 +51,7 @@ def audit_flow(votes: str, k: int = 50, labels: str | None = None, out: str = "a
         table=[
             {"head": h, "weighted_audit_accuracy": round(float(s), 3), "taken": h == result["head"]}
             for h, s in result["scores"].items()
-        ],  # fmt: skip
+        ],
         key="audit-refit",
         description=f"heads scored on {result['n_labels']} audited labels (leave-one-out for the labelled ones)",
     )

@@ -22,7 +22,7 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import StateType
 from prefect.deployments import run_deployment
 
-from judgeops.tasks.stages import logger
+from judgeops.tasks.log import logger
 
 DEFAULT_DEPLOYMENT = "evaluate/evaluate-weekly"
 

@@ -1,8 +1,11 @@
-"""The evaluate flow: ingest → construct → judge → validate → aggregate → profile → report.
+"""The evaluate flow, top to bottom as the pipeline diagram in the README:
 
-Each stage is one task over whole tables (batched inside), reading and writing through the
-artifact store; a stage whose code, parameters and inputs are unchanged reuses an earlier run's
-output. Deployed from `deploy/prefect.yaml` (entrypoint `flows/evaluate.py:evaluate`).
+    ingest → construct → judge → validate → robustness → aggregate → profile → report
+
+Each stage is one task over whole tables (batched inside) that declares what it reads (tasks/stages.py);
+`artifacts` collects every output so far and each stage takes its own inputs from it. A stage whose code,
+parameters and inputs are unchanged reuses an earlier run's outputs. Deployed from `deploy/prefect.yaml`
+(entrypoint `flows/evaluate.py:evaluate`).
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from pydantic import BaseModel
 from judgeops.config import EvaluateConfig, load_config
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
+from judgeops.tasks.aggregate.registry import check_params
+from judgeops.tasks.log import logger
+from judgeops.tasks.runner import Refs
 from judgeops.tasks.stages import (
     aggregate_stage,
     construct_stage,
     ingest_stage,
     ingest_summary_stage,
     judge_stage,
-    logger,
+    latest_calibration,
     profile_stage,
     report_stage,
     robustness_stage,
@@ -65,70 +71,24 @@ def evaluate(
     """
     if config is None:
         config = load_config(config_file) if config_file else EvaluateConfig()
-    as_of = _as_of(as_of)
+    check_params(config.aggregation.params)
+    as_of, now = _as_of(as_of), dt.datetime.now(dt.UTC)  # the run's one clock: stages are given dates
     store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
+    cache = config.cache.path
     with store.recording("evaluate", as_of, config) as record:
-        ingested = ingest_stage(store, config, as_of, reuse)
-        ingest_summary_stage(store, ingested)
-        items = {"items": ingested["items"]}
-        published = {"external_pairs": ingested["external_pairs"]} if "external_pairs" in ingested else {}
-        answers = {"responses": ingested["responses"]} if "responses" in ingested else {}
-        built = construct_stage(store, {**items, **published}, config.construction, reuse, config.cache.path)
-        verdicts = judge_stage(
-            store,
-            {**items, **published, **answers, **built},
-            config.judges,
-            config.batch_size,
-            reuse,
-            config.cache.path,
+        artifacts: Refs = ingest_stage(store, config, as_of, reuse)
+        ingest_summary_stage(store, artifacts)
+        artifacts |= construct_stage(store, artifacts, config.construction, reuse, cache)
+        artifacts |= judge_stage(store, artifacts, config.judges, config.batch_size, reuse, cache)
+        artifacts |= validate_stage(store, artifacts, config.judges, reuse)
+        if config.robustness.injection:
+            artifacts |= robustness_stage(store, artifacts, config.judges, config.robustness, reuse, cache)
+        artifacts |= aggregate_stage(
+            store, artifacts | latest_calibration(store, as_of), config.aggregation, reuse
         )
-        coverage = validate_stage(
-            store, {**verdicts, "variants": built["variants"], "pairs": built["pairs"]}, config.judges, reuse
-        )
-        robustness = (
-            robustness_stage(
-                store,
-                {**items, **verdicts, "variants": built["variants"], "pairs": built["pairs"]},
-                config.judges,
-                config.robustness,
-                reuse,
-                config.cache.path,
-            )  # fmt: skip
-            if config.robustness.injection
-            else {}
-        )
-        consensus = aggregate_stage(
-            store,
-            {**verdicts, "variants": built["variants"], "pairs": built["pairs"]},
-            config.aggregation,
-            reuse,
-        )
-        profiles = profile_stage(
-            store,
-            {
-                **verdicts,
-                **consensus,
-                **published,
-                **answers,
-                "variants": built["variants"],
-                "pairs": built["pairs"],
-            },
-            config.profile,
-            reuse,
-        )
-        report = report_stage(
-            store,
-            {
-                **profiles,
-                **coverage,
-                **robustness,
-                "pairs": built["pairs"],
-                "construction_log": built["construction_log"],
-                **{k: v for k, v in consensus.items() if k in ("consistency", "aggregation_notes")},
-            },  # fmt: skip
-            title=f"judgeops evaluation, {as_of.isoformat()}",
-        )
+        artifacts |= profile_stage(store, artifacts, config.profile, config.judges, reuse)
+        report = report_stage(store, artifacts, config.judges, as_of, now)
         record["report"] = report_path = store.display_path(report.path)
     print(f"report: {report_path}")
     return EvaluateResult(run_id=store.run_id, as_of=as_of, store_url=config.store.url, report=report_path)

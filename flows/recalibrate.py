@@ -19,7 +19,7 @@ from judgeops.config import EvaluateConfig, load_config
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.drift.calibrate import drift_events, recalibrate_week, week_units
-from judgeops.tasks.stages import logger
+from judgeops.tasks.log import logger
 
 
 class RecalibrationError(RuntimeError):
@@ -49,8 +49,14 @@ def calibration_of(store: ArtifactStore, week: dt.date) -> tuple[str, object] | 
 def emit_drift_events(events: list[dict]) -> None:
     """A warning in the log and a Prefect event `judgeops.judge.drift` per drifting judge and metric."""
     for e in events:
-        logger().warning("drift: judge %s, %s %.3f → %.3f (week %s)", e["judge"], e["metric"], e["before"],
-                         e["after"], e["week"])  # fmt: skip
+        logger().warning(
+            "drift: judge %s, %s %.3f → %.3f (week %s)",
+            e["judge"],
+            e["metric"],
+            e["before"],
+            e["after"],
+            e["week"],
+        )
         emit_event(
             event="judgeops.judge.drift",
             resource={
@@ -111,19 +117,50 @@ def recalibrate(
     t = {n: src.read_pandas(n) for n in names}
     units = week_units(t["verdicts"], t["variants"], t["pairs"], t.get("responses"), t.get("items"))
     c = config.calibration
-    table = recalibrate_week(monday, units, previous[1] if previous else None, c.n_audit, tuple(c.prior), c.decay,
-                             c.z, c.agreement_drop, c.seed)  # fmt: skip
+    table = recalibrate_week(
+        monday,
+        units,
+        previous[1] if previous else None,
+        c.n_audit,
+        tuple(c.prior),
+        c.decay,
+        c.z,
+        c.agreement_drop,
+        c.seed,
+    )
     store = ArtifactStore(config.store.url, new_run_id(monday), observer=PrefectObserver())
     with store.recording("recalibrate", monday, config) as record:
         parents = {"verdicts": src.ref("verdicts")}
         if previous is not None:
             parents["calibration"] = ArtifactStore(config.store.url, previous[0]).ref("calibration")
-        store.write("calibration", table, parents=parents, params={"calibration": c.model_dump(mode="json"),
-                    "evaluate_run": source, "from_scratch": from_scratch, "units": units.kind}, stage="recalibrate")  # fmt: skip
+        store.write(
+            "calibration",
+            table,
+            parents=parents,
+            params={
+                "calibration": c.model_dump(mode="json"),
+                "evaluate_run": source,
+                "from_scratch": from_scratch,
+                "units": units.kind,
+            },
+            stage="recalibrate",
+        )
         events = drift_events(table)
         emit_drift_events(events)
-        record.update({"evaluate_run": source, "previous_run": previous[0] if previous else None,
-                       "from_scratch": from_scratch, "drifted": events})  # fmt: skip
-    log.info("recalibrate: week %s from evaluate run %s%s: %d judges, %d drift flags", monday, source,
-             "" if previous else " (new chain)", units.votes.shape[1], len(events))  # fmt: skip
+        record.update(
+            {
+                "evaluate_run": source,
+                "previous_run": previous[0] if previous else None,
+                "from_scratch": from_scratch,
+                "drifted": events,
+            }
+        )
+    log.info(
+        "recalibrate: week %s from evaluate run %s%s: %d judges, %d drift flags",
+        monday,
+        source,
+        "" if previous else " (new chain)",
+        units.votes.shape[1],
+        len(events),
+    )
     return RecalibrateResult(week=monday, run_id=store.run_id, status="calibrated", drifted=events)

@@ -17,7 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judgeops.schemas.artifacts import DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS
-from judgeops.schemas.store import DEFAULT_STORE_URL
+
+DEFAULT_STORE_URL = "./.judgeops/store"
 
 ErrorType = Literal["factual_fabrication", "logical_reversal", "overclaim", "critical_omission"]
 Presentation = Literal["plain", "polished", "padded"]
@@ -303,17 +304,6 @@ class AggregationConfig(_Strict):
         description="keyword arguments per method, e.g. {wmv: {rule: log_odds}, care_tensor: {axis: leading}}",
     )
 
-    @model_validator(mode="after")
-    def _params_build(self) -> AggregationConfig:
-        from judgeops.tasks.aggregate import get_aggregator
-
-        for name, kwargs in self.params.items():
-            try:
-                get_aggregator(name, **kwargs)
-            except TypeError as exc:
-                raise ValueError(f"aggregation.params.{name}: {exc}") from exc
-        return self
-
 
 class Count(_Strict):
     hits: int = Field(ge=0)
@@ -489,3 +479,21 @@ def load_config(path: str | Path | None = None) -> EvaluateConfig:
 
 def dump_config(config: EvaluateConfig) -> str:
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+
+
+def sources_from_specs(specs: list[list[str]]) -> tuple[list[FileSource], list[PairwiseSource]]:
+    """`--source FORMAT:PATH [PATH ...]` → item sources and pairwise sources (formats as the config knows them)."""
+    item_formats, pairwise_formats = get_args(ItemFormat), get_args(PairwiseFormat)
+    items, pairwise = [], []
+    for spec in specs:
+        fmt, sep, first = spec[0].partition(":")
+        if not sep or fmt not in item_formats + pairwise_formats:
+            raise ConfigError(
+                f"--source {spec[0]!r}: expected FORMAT:PATH with FORMAT one of {', '.join(item_formats + pairwise_formats)}"
+            )
+        for path in [first, *spec[1:]]:
+            if fmt in pairwise_formats:
+                pairwise.append(PairwiseSource(format=fmt, path=path))
+            else:
+                items.append(FileSource(format=fmt, path=path))
+    return items, pairwise

@@ -1,22 +1,4 @@
-"""Artifact schemas and the artifact store."""
-
-from judgeops.schemas.artifacts import ARTIFACTS, schema_for
-from judgeops.schemas.store import (
-    ArtifactIntegrityError,
-    ArtifactNotFoundError,
-    ArtifactRef,
-    ArtifactStore,
-    SchemaMismatchError,
-    StoreError,
-)
-
-__all__ = [
-    "ARTIFACTS",
-    "ArtifactIntegrityError",
-    "ArtifactNotFoundError",
-    "ArtifactRef",
-    "ArtifactStore",
-    "SchemaMismatchError",
-    "StoreError",
-    "schema_for",
-]
+"""The bottom layer every part may import: artifact schemas (artifacts.py), the vocabulary of verdicts
+(vocabulary.py) and of planted edits (edits.py), the artifact store (store.py) and run liveness
+(liveness.py). Import the module you need; this package face imports nothing, so reading a schema does not
+load the store."""

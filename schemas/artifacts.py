@@ -17,6 +17,11 @@ ORDERS = ("AB", "BA")
 VERDICTS = ("A", "B", "tie", "correct", "incorrect")  # the last two: an examinee answer judged alone
 DOMAINS = ("math", "science", "logic", "legal", "medical", "general")
 
+# why a judge call gave no verdict (tasks/judges/coverage.py: failure_cause), counted per cause in `coverage`,
+# with the expected calls that have no row at all (n_missing)
+FAILURE_CAUSES = ("rate_limited", "server_error", "client_error", "timeout", "connection", "other_error")
+COVERAGE_CAUSES = (*(f"n_{c}" for c in FAILURE_CAUSES), "n_missing")
+
 QUARANTINE_SUFFIX = "__quarantine"
 # items.choices are lettered in order (choices[0] is option A); items.steps end with "The answer is <gold>."
 OPTION_LETTERS = "ABCDEFGHIJ"
@@ -183,13 +188,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("n_unparsable", pa.int64()),
                 pa.field("n_error", pa.int64()),
                 # n_error by cause (tasks/judges: failure_cause), and expected calls with no row at all
-                pa.field("n_rate_limited", pa.int64()),
-                pa.field("n_server_error", pa.int64()),
-                pa.field("n_client_error", pa.int64()),
-                pa.field("n_timeout", pa.int64()),
-                pa.field("n_connection", pa.int64()),
-                pa.field("n_other_error", pa.int64()),
-                pa.field("n_missing", pa.int64()),
+                *[pa.field(c, pa.int64()) for c in COVERAGE_CAUSES],
                 pa.field("coverage", _F),
                 pa.field("n_calls", pa.int64()),
                 pa.field("cache_hits", pa.int64()),

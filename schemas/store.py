@@ -33,9 +33,11 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from judgeops import __version__
+from judgeops.data_contracts import ContractViolation
+from judgeops.data_contracts import check_contract as run_contract
+from judgeops.schemas import liveness
 from judgeops.schemas.artifacts import ArtifactSchema, base_name, schema_for
 
-DEFAULT_STORE_URL = "./.judgeops/store"
 log = logging.getLogger(__name__)
 
 
@@ -134,9 +136,7 @@ class RunObserver:
 class ArtifactStore:
     """Reads and writes the artifacts of one run, with schema, hash and contract checks."""
 
-    def __init__(
-        self, url: str = DEFAULT_STORE_URL, run_id: str | None = None, observer: RunObserver | None = None
-    ):
+    def __init__(self, url: str, run_id: str | None = None, observer: RunObserver | None = None):
         self.observer = observer or RunObserver()
         self.url = url
         self.fs, root = fsspec.core.url_to_fs(url)
@@ -207,9 +207,6 @@ class ArtifactStore:
         input lines); a failing `stop` rule raises ContractViolation and writes nothing but the
         validation result and those set-aside rows (which are often why it failed: the message says so).
         """
-        from judgeops.data_contracts import ContractViolation
-        from judgeops.data_contracts import check_contract as run_contract
-
         spec = schema_for(name)
         table = to_arrow(name, data, spec)
         parents = dict(parents or {})
@@ -220,8 +217,14 @@ class ArtifactStore:
             self.observer.contract_checked(outcome)
             if not outcome.passed and quarantine is not None and len(quarantine):
                 # the rows set aside are often why the contract broke (an unreadable file): keep them, say so
-                self.write(f"{name}__quarantine", quarantine, parents=parents, params=params, stage=stage,
-                           check_contract=False)  # fmt: skip
+                self.write(
+                    f"{name}__quarantine",
+                    quarantine,
+                    parents=parents,
+                    params=params,
+                    stage=stage,
+                    check_contract=False,
+                )
                 reason = quarantine["quarantine_reason"].iloc[0] if "quarantine_reason" in quarantine else ""
                 raise ContractViolation(
                     name,
@@ -370,8 +373,12 @@ class ArtifactStore:
             if why is None:
                 return refs
             # never silently reused, never a dead end: this stage (and what its new outputs change) recomputes
-            log.warning("stage %s: not reusing the outputs of run %s: %s; computing it again", stage,
-                        next(iter(refs.values())).run_id if refs else "?", why)  # fmt: skip
+            log.warning(
+                "stage %s: not reusing the outputs of run %s: %s; computing it again",
+                stage,
+                next(iter(refs.values())).run_id if refs else "?",
+                why,
+            )
         return None
 
     def _not_reusable(self, ref: ArtifactRef) -> str | None:
@@ -411,8 +418,6 @@ class ArtifactStore:
         """The run record around a flow's body: "running" (with its owner process and a heartbeat), then
         `done` (with what the body added to the yielded dict) or "failed" with the error. A process that dies
         without either is found by `sweep_crashed` (every flow start and `judgeops store ls` run it)."""
-        from judgeops.schemas import liveness
-
         self.sweep_crashed()
         record = {
             "flow": flow,
@@ -447,8 +452,6 @@ class ArtifactStore:
         left and stop the temporary Prefect server it started. Then, where a Prefect API is reachable (in a
         flow, or PREFECT_API_URL set), set every crashed run's Prefect flow run to Crashed (once). Returns
         the records it marked crashed now."""
-        from judgeops.schemas import liveness
-
         swept, on_record = [], []  # marked crashed now; crashed as the store records it
         for record in self.list_runs():
             if record.get("status") == "crashed":
@@ -463,9 +466,13 @@ class ArtifactStore:
                 **record,
                 "status": "crashed",
                 "error": f"its process (pid {who['pid']} on {who['host']}) ended without finishing the run",
-                "swept": {"at": _utcnow(), "temp_files_removed": removed, "prefect_server_stopped": stopped,
-                          "prefect_state": "pending"},
-            }  # fmt: skip
+                "swept": {
+                    "at": _utcnow(),
+                    "temp_files_removed": removed,
+                    "prefect_server_stopped": stopped,
+                    "prefect_state": "pending",
+                },
+            }
             with contextlib.suppress(StoreWriteError):  # a read-only store: reported, not fixed
                 self.write_run_record(crashed, run_id)
                 on_record.append(crashed)
@@ -474,8 +481,9 @@ class ArtifactStore:
         pending = [r for r in on_record if (r.get("swept") or {}).get("prefect_state") == "pending"]
         for record in self.observer.runs_crashed(pending) if pending else []:
             with contextlib.suppress(StoreWriteError):
-                self.write_run_record({**record, "swept": {**record["swept"], "prefect_state": "crashed"}},
-                                      record["run_id"])  # fmt: skip
+                self.write_run_record(
+                    {**record, "swept": {**record["swept"], "prefect_state": "crashed"}}, record["run_id"]
+                )
         return swept
 
     def _remove_temp_files(self, run_id: str) -> int:
@@ -501,9 +509,12 @@ class ArtifactStore:
     def completed_runs(self, flow: str, first: str = "", last: str = "9999") -> list[dict]:
         """Completed runs of `flow` with as_of (ISO date) in [first, last], oldest first."""
         return [
-            r for r in self.list_runs()
-            if r.get("flow") == flow and r.get("status") == "completed" and first <= r.get("as_of", "") <= last
-        ]  # fmt: skip
+            r
+            for r in self.list_runs()
+            if r.get("flow") == flow
+            and r.get("status") == "completed"
+            and first <= r.get("as_of", "") <= last
+        ]
 
     def latest_run_id(self, status: str | None = "completed") -> str:
         runs = [r for r in self.list_runs() if status is None or r.get("status") == status]

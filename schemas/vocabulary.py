@@ -11,14 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# a pairwise verdict names the candidate shown first ("A") or second ("B"), or neither
-FIRST, SECOND, TIE = "A", "B", "tie"
-# an examinee answer judged alone (protocol response_check)
-CORRECT, INCORRECT = "correct", "incorrect"
-VERDICTS = (FIRST, SECOND, TIE, CORRECT, INCORRECT)
+from judgeops.schemas.artifacts import VERDICTS
 
-# display orders: "AB" shows the correct answer first, "BA" second
-ORDERS = ("AB", "BA")
+# a pairwise verdict names the candidate shown first ("A") or second ("B"), or neither (a tie); an examinee
+# answer judged alone (protocol response_check) is correct or incorrect. The values are the `verdict`
+# column's (schemas/artifacts.py); display orders: "AB" shows the correct answer first, "BA" second.
+FIRST, SECOND, TIE, CORRECT, INCORRECT = VERDICTS
 
 # a consensus row that is not a decision: no judge voted, or the method could not fit the panel
 NO_VOTES = "no_votes"
@@ -52,3 +50,18 @@ def to_canonical(verdicts: pd.DataFrame, variants: pd.DataFrame, pairs: pd.DataF
     out["correct"] = (out["verdict"] == out["gold_position"]).astype(bool)
     out["p_correct"] = np.where(out["gold_position"] == FIRST, out["p_first"], 1 - out["p_first"])
     return out
+
+
+def consensus_as_verdicts(consensus: pd.DataFrame) -> pd.DataFrame:
+    """The panel's decisions shaped like verdicts (judge_id `panel:<method>`), so they are profiled like a judge.
+
+    A method that could not fit the panel (label `unavailable`) made no decision and is left out."""
+    consensus = consensus[consensus["label"] != UNAVAILABLE]
+    return pd.DataFrame(
+        {
+            "judge_id": panel_judge_id(consensus["method"]),
+            "variant_id": consensus["unit_id"],
+            "verdict": consensus["label"].where(consensus["label"].isin([FIRST, SECOND, TIE])),
+            "p_first": consensus["posterior"],
+        }
+    )

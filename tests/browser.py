@@ -17,9 +17,20 @@ needs_chromium = pytest.mark.skipif(
 
 # what the report must show: every chart (an <img> that decoded) and every table (with rows)
 CHARTS = ["chart-heatmap", "chart-radar", "chart-error-type", "chart-order", "chart-robustness"]
-TABLES = ["leaderboard", "panel", "profiles", "aggregation", "coverage", "construction-counts",
-          "construction-acceptance", "stress", "rank-stability", "profile-distance", "consistency",
-          "aggregation-notes"]  # fmt: skip
+TABLES = [
+    "leaderboard",
+    "panel",
+    "profiles",
+    "aggregation",
+    "coverage",
+    "construction-counts",
+    "construction-acceptance",
+    "stress",
+    "rank-stability",
+    "profile-distance",
+    "consistency",
+    "aggregation-notes",
+]
 
 _CHECK = """
 const [charts, tables] = arguments;
@@ -43,9 +54,18 @@ def driver():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1300,1000", "--hide-scrollbars"):  # fmt: skip
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1300,1000",
+        "--hide-scrollbars",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 

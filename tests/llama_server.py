@@ -28,14 +28,22 @@ class LlamaServer:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.cmd = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(gguf_path(model)),
-            "--model_alias", alias,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--n_ctx", "2048",
-            "--logits_all", "true",  # top_logprobs need every position's logits in llama-cpp-python 0.3.x
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf_path(model)),
+            "--model_alias",
+            alias,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            "2048",
+            "--logits_all",
+            "true",  # top_logprobs need every position's logits in llama-cpp-python 0.3.x
+        ]
 
     def __enter__(self) -> LlamaServer:
         self.log = tempfile.TemporaryFile(mode="w+")  # a pipe would fill up with llama.cpp's load log

@@ -120,8 +120,13 @@ class Handler(BaseHTTPRequestHandler):
         if seen <= srv.opts.stall:
             time.sleep(srv.opts.stall_s)
         if seen <= srv.opts.drop:
-            return self._send(200, b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, ' * 4,
-                              {}, prompt, drop=True)  # fmt: skip
+            return self._send(
+                200,
+                b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, ' * 4,
+                {},
+                prompt,
+                drop=True,
+            )
         if srv.opts.malformed_marker and srv.opts.malformed_marker in prompt:
             return self._send(200, b'{"id": "x", "choices": [', {}, prompt)
         if srv.opts.empty_marker and srv.opts.empty_marker in prompt:

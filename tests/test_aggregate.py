@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judgeops.tasks.aggregate import aggregate, canonical_votes, consensus_as_verdicts
+from judgeops.schemas.vocabulary import consensus_as_verdicts
+from judgeops.tasks.aggregate import aggregate, canonical_votes
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import MajorityVote, ScoreAverage
 

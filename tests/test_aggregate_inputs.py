@@ -74,8 +74,15 @@ def test_both_display_orders_as_runs_are_what_lets_the_consistency_methods_work(
 def test_k_class_labels_for_the_methods_that_take_them_and_a_clear_error_for_the_rest(tmp_path, capsys):
     rng = np.random.default_rng(0)
     truth = rng.choice(["cat", "dog", "eel"], 60)
-    rows = [{"task": t, "worker": w, "label": truth[t] if rng.random() < 0.8 else rng.choice(["cat", "dog", "eel"])}
-            for t in range(60) for w in "abcde"]  # fmt: skip
+    rows = [
+        {
+            "task": t,
+            "worker": w,
+            "label": truth[t] if rng.random() < 0.8 else rng.choice(["cat", "dog", "eel"]),
+        }
+        for t in range(60)
+        for w in "abcde"
+    ]
     votes, truth_file = tmp_path / "k.csv", tmp_path / "k-truth.csv"
     pd.DataFrame(rows).to_csv(votes, index=False)
     pd.DataFrame({"task": range(60), "label": truth}).to_csv(truth_file, index=False)
@@ -102,8 +109,13 @@ def test_scores_are_scored_by_mae_and_kendall_tau(tmp_path, capsys):
 
 
 def test_an_explicit_tie_label_is_counted_and_not_a_vote(tmp_path, capsys):
-    votes = pd.DataFrame({"task": [1, 1, 1, 2, 2, 2], "worker": list("abcabc"),
-                          "label": ["A", "A", "undecided", "B", "undecided", "undecided"]})  # fmt: skip
+    votes = pd.DataFrame(
+        {
+            "task": [1, 1, 1, 2, 2, 2],
+            "worker": list("abcabc"),
+            "label": ["A", "A", "undecided", "B", "undecided", "undecided"],
+        }
+    )
     path = tmp_path / "ties.csv"
     votes.to_csv(path, index=False)
     out = summary(capsys, str(path), "--method", "mv", "--tie-label", "undecided")
@@ -144,9 +156,12 @@ def test_bad_truth_is_a_clear_error_unless_partial_truth_is_allowed(truth_rows, 
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("", "the votes file is empty"), ("task,worker,label\n", "has a header but no rows"),
-     ("task,worker\n1,a\n", "missing ['label']")],
-)  # fmt: skip
+    [
+        ("", "the votes file is empty"),
+        ("task,worker,label\n", "has a header but no rows"),
+        ("task,worker\n1,a\n", "missing ['label']"),
+    ],
+)
 def test_empty_or_unusable_vote_files_are_one_clear_line(content, message, tmp_path, capsys):
     path = tmp_path / "votes.csv"
     path.write_text(content)

@@ -32,9 +32,16 @@ def best_single(panel) -> float:
 
 @pytest.fixture(scope="module")
 def panels():
-    return {regime: make_panel(regime, seed=1) for regime in
-            ["independent", "clique", "confounder_follows_quality", "confounder_independent",
-             "below_chance_order"]}  # fmt: skip
+    return {
+        regime: make_panel(regime, seed=1)
+        for regime in [
+            "independent",
+            "clique",
+            "confounder_follows_quality",
+            "confounder_independent",
+            "below_chance_order",
+        ]
+    }
 
 
 def fit_acc(name: str, panel, dev=None, **params) -> float:
@@ -179,7 +186,7 @@ def small_panels(draw):
                     "score": prob.ravel().round(3),
                     "label": np.where(prob.ravel() > 0.5, "A", "B"),
                 }
-            )  # fmt: skip
+            )
         )
     votes = pd.concat(rows, ignore_index=True)
     drop = rng.random(len(votes)) < 0.1  # some missing votes
@@ -242,8 +249,13 @@ def test_missing_columns_are_named(name):
 @pytest.mark.parametrize("name", ["ws", "uws", "care_svd", "care_tensor"])
 def test_one_judge_is_too_few_for_the_methods_that_need_agreement(name):
     kind = AGGREGATORS[name][1]
-    one = pd.DataFrame({"task": range(20), "worker": "a", kind: ["A", "B"] * 10 if kind == "label" else
-                        np.linspace(0, 1, 20)})  # fmt: skip
+    one = pd.DataFrame(
+        {
+            "task": range(20),
+            "worker": "a",
+            kind: ["A", "B"] * 10 if kind == "label" else np.linspace(0, 1, 20),
+        }
+    )
     with pytest.raises(ValueError, match="at least 3 judges, got 1"):
         get_aggregator(name).fit(one)
 
@@ -268,8 +280,9 @@ def test_a_task_whose_every_vote_is_missing_is_absent_from_the_output(name, pane
 
 @pytest.mark.parametrize("name", ["ws", "care_svd", "care_tensor", "wmv", "baer"])
 def test_a_non_binary_label_given_to_a_binary_method_is_an_error(name):
-    votes = pd.DataFrame({"task": np.repeat(range(20), 3), "worker": list("abc") * 20,
-                          "label": (["A", "B", "C"] * 20)})  # fmt: skip
+    votes = pd.DataFrame(
+        {"task": np.repeat(range(20), 3), "worker": list("abc") * 20, "label": (["A", "B", "C"] * 20)}
+    )
     params = {"input": "label"} if name in ("care_svd", "care_tensor", "baer") else {}
     with pytest.raises(ValueError, match="binary"):
         get_aggregator(name, **params).fit(votes)
@@ -336,8 +349,22 @@ def test_every_method_runs_from_the_command_line_against_truth(tmp_path, capsys,
     measured = {}
     for name in sorted(AGGREGATORS):
         extra = ["--param", "input=label"] if name == "baer" else []
-        assert main(["aggregate", str(votes), "--method", name, "--truth", str(truth),
-                     "--out", str(tmp_path / f"{name}.csv"), *extra]) == 0, name  # fmt: skip
+        assert (
+            main(
+                [
+                    "aggregate",
+                    str(votes),
+                    "--method",
+                    name,
+                    "--truth",
+                    str(truth),
+                    "--out",
+                    str(tmp_path / f"{name}.csv"),
+                    *extra,
+                ]
+            )
+            == 0
+        ), name
         printed = capsys.readouterr().out
         measured[name] = float(printed.split("accuracy: ")[1].split()[0])
         assert "coverage: " in printed
@@ -354,13 +381,47 @@ def test_the_command_line_takes_dev_labels_and_estimators(tmp_path, capsys, pane
     panel.votes.to_csv(votes, index=False)
     panel.truth.rename_axis("task").reset_index().to_csv(truth, index=False)
     panel.truth.sample(100, random_state=0).rename_axis("task").reset_index().to_csv(dev, index=False)
-    assert main(["aggregate", str(votes), "--method", "baer", "--param", "input=label", "--dev-labels", str(dev),
-                 "--truth", str(truth), "--out", str(tmp_path / "p.csv")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "aggregate",
+                str(votes),
+                "--method",
+                "baer",
+                "--param",
+                "input=label",
+                "--dev-labels",
+                str(dev),
+                "--truth",
+                str(truth),
+                "--out",
+                str(tmp_path / "p.csv"),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "scored on 1900 tasks outside the development labels" in printed
     assert float(printed.split("accuracy: ")[1].split()[0]) > 0.7
-    assert main(["aggregate", str(votes), "--method", "wmv", "--estimator", "oracle", "--rule", "log_odds",
-                 "--out", str(tmp_path / "o.csv"), "--truth", str(truth)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "aggregate",
+                str(votes),
+                "--method",
+                "wmv",
+                "--estimator",
+                "oracle",
+                "--rule",
+                "log_odds",
+                "--out",
+                str(tmp_path / "o.csv"),
+                "--truth",
+                str(truth),
+            ]
+        )
+        == 0
+    )
     assert float(capsys.readouterr().out.split("accuracy: ")[1].split()[0]) > 0.75
     assert main(["aggregate", str(votes), "--method", "wmv", "--estimator", "oracle"]) == 2
     assert "reads the true labels: give --truth" in capsys.readouterr().err

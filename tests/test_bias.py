@@ -23,11 +23,21 @@ def test_rates_match_hand_computed_values_and_self_evaluation_is_marked():
             "is_correct": [True, True, False, False, True, False, False, True, True, None],
         }
     )
-    says = ["correct", "correct", "correct", "incorrect",  # e1: FPR 1/2, FNR 0/2
-            "incorrect", "correct", "tie",  # jm: right answer called wrong (FNR 1/1); FPR 1/1; a tie
-            "correct", "correct", "correct"]  # e3: no wrong answers: FPR undefined; r9 has no truth  # fmt: skip
-    verdicts = pd.DataFrame({"judge_id": "j", "response_id": responses["response_id"], "verdict": says,
-                             "variant_id": None})  # fmt: skip
+    says = [
+        "correct",
+        "correct",
+        "correct",
+        "incorrect",  # e1: FPR 1/2, FNR 0/2
+        "incorrect",
+        "correct",
+        "tie",  # jm: right answer called wrong (FNR 1/1); FPR 1/1; a tie
+        "correct",
+        "correct",
+        "correct",
+    ]  # e3: no wrong answers: FPR undefined; r9 has no truth
+    verdicts = pd.DataFrame(
+        {"judge_id": "j", "response_id": responses["response_id"], "verdict": says, "variant_id": None}
+    )
     judges = [{"name": "j", "model": "jm", "family": "fam"}]
     bias = pointwise_bias(verdicts, responses, judges).set_index("examinee")
     assert bias.loc["e1", ["fpr", "fnr", "directional_bias"]].tolist() == [0.5, 0.0, 0.5]
@@ -38,8 +48,14 @@ def test_rates_match_hand_computed_values_and_self_evaluation_is_marked():
 
 
 def test_leniency_is_the_correlation_of_fpr_with_examinee_accuracy():
-    bias = pd.DataFrame({"judge_id": "j", "examinee": ["a", "b", "c"], "fpr": [0.1, 0.3, 0.5],
-                         "examinee_accuracy": [0.2, 0.5, 0.8]})  # fmt: skip
+    bias = pd.DataFrame(
+        {
+            "judge_id": "j",
+            "examinee": ["a", "b", "c"],
+            "fpr": [0.1, 0.3, 0.5],
+            "examinee_accuracy": [0.2, 0.5, 0.8],
+        }
+    )
     (row,) = leniency(bias)
     assert row["kind"] == "leniency" and row["estimate"] == pytest.approx(1.0) and row["n"] == 3
 
@@ -54,8 +70,15 @@ def examinees():
     for name, skill in {"strong": 0.9, "middling": 0.6, "weak": 0.3}.items():
         for p in pairs.itertuples():
             right = rng.random() < skill
-            rows.append({"response_id": f"{name}-{p.item_id}", "item_id": p.item_id, "examinee": name,
-                         "text": p.answer_correct if right else p.answer_flawed, "is_correct": right})  # fmt: skip
+            rows.append(
+                {
+                    "response_id": f"{name}-{p.item_id}",
+                    "item_id": p.item_id,
+                    "examinee": name,
+                    "text": p.answer_correct if right else p.answer_flawed,
+                    "is_correct": right,
+                }
+            )
     return items, pd.DataFrame(rows)
 
 

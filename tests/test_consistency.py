@@ -31,8 +31,9 @@ def fixture() -> pd.DataFrame:
                 first = run[0]
                 c = truth if (item == 2 or pres == "plain") else {"A": "B", "B": "A"}[truth]
                 for worker, label in (("a", truth), ("b", first), ("c", c)):
-                    rows.append({"task": f"{item}:{pres}", "item": item, "worker": worker, "run": run,
-                                 "label": label})  # fmt: skip
+                    rows.append(
+                        {"task": f"{item}:{pres}", "item": item, "worker": worker, "run": run, "label": label}
+                    )
     return pd.DataFrame(rows)
 
 
@@ -96,8 +97,14 @@ def test_ds_position_recovers_position_bias_and_absorbs_order_driven_votes():
     for judge, b in panel.params["position_bias"].items():
         assert fit.position_bias_[judge] == pytest.approx(b + (1 - b) / 2, abs=0.02)
     # a judge that always says "first shown" carries no evidence: its fitted confusion ignores the truth
-    votes = pd.concat([panel.votes, panel.votes[panel.votes["worker"] == "j0"].assign(
-        worker="always_first", label=lambda d: np.where(d["run"] == "AB", "A", "B"))])  # fmt: skip
+    votes = pd.concat(
+        [
+            panel.votes,
+            panel.votes[panel.votes["worker"] == "j0"].assign(
+                worker="always_first", label=lambda d: np.where(d["run"] == "AB", "A", "B")
+            ),
+        ]
+    )
     errors = get_aggregator("ds_position").fit(votes).errors_.loc["always_first"]
     assert abs(errors.loc["first_class_first", "A"] - errors.loc["first_class_first", "B"]) < 0.01
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judgeops.cli import wait_for_api
+from judgeops.api.operations import wait_for_api
 from judgeops.config import dump_config
 from judgeops.schemas.store import ArtifactStore
 from tests.conftest import ROOT, small_config

@@ -156,8 +156,11 @@ def test_published_pairs_are_judged_in_both_orders_and_profiled(prefect_server, 
     published = variants[variants["pair_id"].str.startswith("judgebench-")]
     assert len(published) == 12 * 3 * 2 and set(published["order"]) == {"AB", "BA"}
     assert set(published["presentation"]) == {"plain", "polished", "padded"}  # generated: augmented C5/C6
-    assert set(store.read_pandas("external_pairs")["subset"]) == {"mmlu-pro-biology", "livebench-reasoning",
-                                                                  "livecodebench"}  # fmt: skip
+    assert set(store.read_pandas("external_pairs")["subset"]) == {
+        "mmlu-pro-biology",
+        "livebench-reasoning",
+        "livecodebench",
+    }
     verdicts = store.read_pandas("verdicts")
     programmatic = verdicts[verdicts["judge_id"] != "smollm2-135m"]  # SmolLM2 judges a 4-pair sample
     assert (

@@ -215,7 +215,7 @@ def test_the_inbox_reads_the_week_ending_at_as_of(tmp_path):
 
 
 def test_large_files_stream_in_batches(tmp_path, monkeypatch):
-    import judgeops.tasks.ingest as ingest_module
+    import judgeops.tasks.ingest.items as ingest_module
 
     monkeypatch.setattr(ingest_module, "BATCH_ROWS", 7)
     path = write_jsonl(tmp_path / "big.jsonl", [{"question": f"q{i}", "answer": str(i)} for i in range(50)])
@@ -405,8 +405,12 @@ def test_a_drifting_bank_draws_a_fresh_weekly_batch_with_the_week_s_mix():
     from judgeops.config import BankDrift
     from judgeops.tasks.ingest import IngestError
 
-    drift = BankDrift(start=dt.date(2026, 11, 2), weeks=12, from_mix={"math": 0.85, "legal": 0.15},
-                      to_mix={"math": 0.15, "legal": 0.85})  # fmt: skip
+    drift = BankDrift(
+        start=dt.date(2026, 11, 2),
+        weeks=12,
+        from_mix={"math": 0.85, "legal": 0.15},
+        to_mix={"math": 0.15, "legal": 0.85},
+    )
     source = BankSource(n_items=60, drift=drift)
     first = ingest_items([source], dt.date(2026, 11, 4)).items  # any day of week 1
     middle = ingest_items([source], dt.date(2026, 12, 14)).items  # week 7

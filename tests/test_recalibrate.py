@@ -123,8 +123,15 @@ def test_wmv_takes_given_rates_and_estimates_the_missing_ones():
     assert wmv.errors_.loc[["j1", "j2", "j3"]].notna().all().all()  # disagreement estimates for the rest
     j4 = panel.votes[panel.votes["worker"] == "j4"].set_index("task")["label"]
     assert (wmv.labels_ == j4.reindex(wmv.labels_.index)).mean() > 0.95  # it follows the trusted judge
-    calibration = pd.DataFrame({"judge_id": ["a", "a"], "estimator": ["disagreement", "bayesian"], "stratum": "",
-                                "fpr": [0.1, 0.5], "fnr": [0.3, 0.5]})  # fmt: skip
+    calibration = pd.DataFrame(
+        {
+            "judge_id": ["a", "a"],
+            "estimator": ["disagreement", "bayesian"],
+            "stratum": "",
+            "fpr": [0.1, 0.5],
+            "fnr": [0.3, 0.5],
+        }
+    )
     assert calibrated_rates(calibration) == {"a": (0.2, 0.2)}  # symmetric in the randomised canonical frame
 
 
@@ -147,15 +154,20 @@ def test_twelve_weeks_chain_skip_on_rerun_refuse_a_gap_and_flag_a_switched_judge
     monkeypatch.setattr(EventsWorker, "instance", lambda *_: worker)
     start = dt.date(2030, 1, 7)  # dates no other end-to-end test uses (flow run names)
     judges = [j for j in EvaluateConfig().judges if j.backend == "programmatic"]
-    switched = [j.model_copy(update={"model": "hedge_preference"}) if j.name == "reference_match" else j
-                for j in judges]  # fmt: skip
+    switched = [
+        j.model_copy(update={"model": "hedge_preference"}) if j.name == "reference_match" else j
+        for j in judges
+    ]
 
     def config(week: int) -> EvaluateConfig:
         drift = BankDrift(start=start, weeks=12, from_mix={"math": 1.0}, to_mix={"math": 1.0})
-        return EvaluateConfig(sources=[BankSource(n_items=12, seed=3, drift=drift)],
-                              judges=judges if week < 6 else switched, profile=ProfileConfig(n_bootstrap=100),
-                              store=StoreConfig(url=str(tmp_path / "store")),
-                              cache=CacheConfig(path=str(tmp_path / "calls.sqlite")))  # fmt: skip
+        return EvaluateConfig(
+            sources=[BankSource(n_items=12, seed=3, drift=drift)],
+            judges=judges if week < 6 else switched,
+            profile=ProfileConfig(n_bootstrap=100),
+            store=StoreConfig(url=str(tmp_path / "store")),
+            cache=CacheConfig(path=str(tmp_path / "calls.sqlite")),
+        )
 
     mondays = [start + dt.timedelta(weeks=k) for k in range(12)]
     results = []

@@ -14,6 +14,8 @@ from judgeops.tasks.profile.compare import profile_stats
 from judgeops.tasks.report import previous_run_changes, render_report
 from tests.test_profile import tiny_fixture, with_judges
 
+NOW = dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC)
+
 
 def tables():
     verdicts, variants, pairs = tiny_fixture()
@@ -21,17 +23,48 @@ def tables():
         qc_flags=[[], []], edit_before="a", edit_after="b", edit_note="n", item_id=["i1", "i2"]
     )
     profiles = profile_all(with_judges(verdicts, variants), variants, pairs, ProfileConfig(n_bootstrap=200))
-    log = pd.DataFrame({"item_id": ["i1", "i2"], "error_type": pairs["error_type"], "branch": "standard",
-                        "status": "accepted", "reason": None})  # fmt: skip
+    log = pd.DataFrame(
+        {
+            "item_id": ["i1", "i2"],
+            "error_type": pairs["error_type"],
+            "branch": "standard",
+            "status": "accepted",
+            "reason": None,
+        }
+    )
     weeks = [dt.date(2026, 11, 2) + dt.timedelta(days=7 * k) for k in range(3)]
     calibration = pd.DataFrame(
-        [{"week": w, "judge_id": j, "estimator": e, "fpr": 0.1 + 0.05 * k, "fnr": 0.2, "n": 40, "alpha": 1.0,
-          "beta": 1.0} for k, w in enumerate(weeks) for j in "jk" for e in ("disagreement", "bayesian")]
-    )  # fmt: skip
-    bias = pd.DataFrame({"judge_id": ["j", "j", "k"], "examinee": ["x", "k", "x"], "n": 10, "n_missing": 0,
-                         "n_wrong": 5, "n_correct": 5, "fpr": [0.2, 0.6, np.nan], "fnr": [0.1, 0.0, 0.3],
-                         "directional_bias": [0.1, 0.6, np.nan], "examinee_accuracy": 0.5,
-                         "self_evaluation": [False, True, False]})  # fmt: skip
+        [
+            {
+                "week": w,
+                "judge_id": j,
+                "estimator": e,
+                "fpr": 0.1 + 0.05 * k,
+                "fnr": 0.2,
+                "n": 40,
+                "alpha": 1.0,
+                "beta": 1.0,
+            }
+            for k, w in enumerate(weeks)
+            for j in "jk"
+            for e in ("disagreement", "bayesian")
+        ]
+    )
+    bias = pd.DataFrame(
+        {
+            "judge_id": ["j", "j", "k"],
+            "examinee": ["x", "k", "x"],
+            "n": 10,
+            "n_missing": 0,
+            "n_wrong": 5,
+            "n_correct": 5,
+            "fpr": [0.2, 0.6, np.nan],
+            "fnr": [0.1, 0.0, 0.3],
+            "directional_bias": [0.1, 0.6, np.nan],
+            "examinee_accuracy": 0.5,
+            "self_evaluation": [False, True, False],
+        }
+    )
     coverage = pd.DataFrame({"judge_id": ["j"], "coverage": [1.0]})
     return {
         "profiles": profile_rows(profiles),
@@ -46,21 +79,37 @@ def tables():
 
 def test_every_section_renders_when_its_table_is_present():
     t = tables()
-    html = render_report(t, run_id="r2", title="t", artifacts=[], previous=("r1", t["profiles"]))
-    for needle in ['id="chart-heatmap"', 'id="chart-radar"', 'id="chart-calibration"', 'id="chart-bias"',
-                   'id="stress"', 'id="rank-stability"', 'id="profile-distance"', 'id="changes"',
-                   "Against run <code>r1</code>"]:  # fmt: skip
+    html = render_report(t, run_id="r2", title="t", artifacts=[], previous=("r1", t["profiles"]), now=NOW)
+    for needle in [
+        'id="chart-heatmap"',
+        'id="chart-radar"',
+        'id="chart-calibration"',
+        'id="chart-bias"',
+        'id="stress"',
+        'id="rank-stability"',
+        'id="profile-distance"',
+        'id="changes"',
+        "Against run <code>r1</code>",
+    ]:
         assert needle in html, needle
     bare = render_report(
-        {k: t[k] for k in ("profiles", "pairs", "construction_log", "coverage")}, "r", "t", []
+        {k: t[k] for k in ("profiles", "pairs", "construction_log", "coverage")}, "r", "t", [], now=NOW
     )
     assert 'id="chart-calibration"' not in bare and 'id="chart-bias"' not in bare
     assert "No earlier completed run" in bare
 
 
 def test_changes_since_the_previous_run_are_flagged_when_the_cis_do_not_overlap():
-    now = pd.DataFrame({"judge_id": ["j", "j"], "benchmark": "judgereva", "condition": ["overall", "C7_position"],
-                        "estimate": [0.9, 0.52], "ci_low": [0.85, 0.45], "ci_high": [0.95, 0.6]})  # fmt: skip
+    now = pd.DataFrame(
+        {
+            "judge_id": ["j", "j"],
+            "benchmark": "judgereva",
+            "condition": ["overall", "C7_position"],
+            "estimate": [0.9, 0.52],
+            "ci_low": [0.85, 0.45],
+            "ci_high": [0.95, 0.6],
+        }
+    )
     before = now.assign(estimate=[0.6, 0.5], ci_low=[0.55, 0.42], ci_high=[0.65, 0.58])
     changes = previous_run_changes(now, before).set_index("condition")
     assert (

@@ -6,7 +6,6 @@ from judgeops.tasks.aggregate.panel import (
     aggregate_panel,
     calibrated_rates,
     canonical_votes,
-    consensus_as_verdicts,
 )
 from judgeops.tasks.aggregate.registry import (
     AGGREGATORS,
@@ -25,6 +24,5 @@ __all__ = [
     "aggregate_panel",
     "calibrated_rates",
     "canonical_votes",
-    "consensus_as_verdicts",
     "get_aggregator",
 ]

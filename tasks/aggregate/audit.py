@@ -53,8 +53,9 @@ def _consensus(votes: pd.DataFrame, method: str):
     return get_aggregator(method).fit(votes[cols])
 
 
-def method_labels(votes: pd.DataFrame, methods: tuple[str, ...] | None = None,
-                  skip: str = "auto") -> dict[str, pd.Series]:  # fmt: skip
+def method_labels(
+    votes: pd.DataFrame, methods: tuple[str, ...] | None = None, skip: str = "auto"
+) -> dict[str, pd.Series]:
     """Each label-free method's consensus on the votes (never on an audit): name → task → label. Methods that
     read scores (avg, uws, care_*) run where the votes carry a numeric `score` column — evidence for the
     first class, as `judgeops aggregate` reads it; a method that cannot fit the panel is left out."""
@@ -87,12 +88,25 @@ def uncertainty(votes: pd.DataFrame, method: str = "auto") -> pd.DataFrame:
     entropy = -(p * np.log2(p) + q * np.log2(q))
     counts = df.groupby(["task", "label"]).size().unstack(fill_value=0)
     minority = 1 - counts.max(axis=1) / counts.sum(axis=1)
-    return pd.DataFrame({"consensus": est.labels_, "posterior": p, "entropy": entropy,
-                         "disagreement": minority.reindex(p.index)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "consensus": est.labels_,
+            "posterior": p,
+            "entropy": entropy,
+            "disagreement": minority.reindex(p.index),
+        }
+    )
 
 
-def propose(votes: pd.DataFrame, k: int, method: str = "auto", by: str | None = None,
-            strategy: str = "stratified", seed: int = 0, n_strata: int = 4) -> pd.DataFrame:  # fmt: skip
+def propose(
+    votes: pd.DataFrame,
+    k: int,
+    method: str = "auto",
+    by: str | None = None,
+    strategy: str = "stratified",
+    seed: int = 0,
+    n_strata: int = 4,
+) -> pd.DataFrame:
     """The k tasks to audit: task, [by], consensus, posterior, entropy, disagreement, weight, and an empty
     `label` for the auditor to fill."""
     if strategy not in ("stratified", "random"):
@@ -190,8 +204,14 @@ def _head_scores(head: str, x_lab: np.ndarray, y: np.ndarray, w: np.ndarray, x: 
     return _stacking(x_lab, y, w).decision_function(x)
 
 
-def refit(votes: pd.DataFrame, labels: pd.Series, weights: pd.Series | None = None, method: str = "auto",
-          min_labels: int = 4, candidates: dict[str, pd.Series] | None = None) -> dict:  # fmt: skip
+def refit(
+    votes: pd.DataFrame,
+    labels: pd.Series,
+    weights: pd.Series | None = None,
+    method: str = "auto",
+    min_labels: int = 4,
+    candidates: dict[str, pd.Series] | None = None,
+) -> dict:
     """{"labels": task → label, "head": the head taken, "scores": head → weighted accuracy on the audit
     (leave-one-out for the labelled heads), "n_labels": how many audited labels were usable}.
 
@@ -228,8 +248,11 @@ def refit(votes: pd.DataFrame, labels: pd.Series, weights: pd.Series | None = No
             ok = ~np.isnan(hits)
             scores[head] = float(np.average(hits[ok], weights=w[ok])) if ok.any() else np.nan
             s = _head_scores(head, x_lab, y, w, x_all)
-            predictions[head] = pd.Series(np.where(s > 0, classes[0], np.where(s < 0, classes[1], "tie")),
-                                          index=x_frame.index, dtype=object)  # fmt: skip
+            predictions[head] = pd.Series(
+                np.where(s > 0, classes[0], np.where(s < 0, classes[1], "tie")),
+                index=x_frame.index,
+                dtype=object,
+            )
     if candidates is None:
         candidates = method_labels(df, skip=method)
     for name, predicted in candidates.items():

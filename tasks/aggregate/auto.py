@@ -59,10 +59,17 @@ class AutoAggregator(BinaryAggregator):
     """Fitted: `choice_` (the method taken), `reason_`, `evidence_` (dict of the numbers behind the
     choice), `chosen_` (the fitted estimator), `probas_`, `labels_`."""
 
-    def __init__(self, classes: tuple[str, str] | None = None, min_pairs: int = 50,
-                 strong_consistency: float = 0.9, min_spread: float = 0.1, max_disagreement: float = 0.1,
-                 clique_multiplicity: float = 1.5, min_agreement: float = 0.5,
-                 weak_consistency: float = 0.8):  # fmt: skip
+    def __init__(
+        self,
+        classes: tuple[str, str] | None = None,
+        min_pairs: int = 50,
+        strong_consistency: float = 0.9,
+        min_spread: float = 0.1,
+        max_disagreement: float = 0.1,
+        clique_multiplicity: float = 1.5,
+        min_agreement: float = 0.5,
+        weak_consistency: float = 0.8,
+    ):
         self.classes, self.min_pairs, self.strong_consistency = classes, min_pairs, strong_consistency
         self.min_spread, self.max_disagreement = min_spread, max_disagreement
         self.clique_multiplicity, self.min_agreement = clique_multiplicity, min_agreement
@@ -73,16 +80,22 @@ class AutoAggregator(BinaryAggregator):
         classes = binary_classes(df["label"], self.classes, "AutoAggregator")
         df = df[df["label"].isin(classes)]
         cwv = ConsistencyWeightedVote(classes=classes).fit(df)
-        evidence: dict = {"n_tasks": int(df["task"].nunique()), "n_judges": int(df["worker"].nunique()),
-                          "max_multiplicity": float(cwv.multiplicity_.max())}  # fmt: skip
+        evidence: dict = {
+            "n_tasks": int(df["task"].nunique()),
+            "n_judges": int(df["worker"].nunique()),
+            "max_multiplicity": float(cwv.multiplicity_.max()),
+        }
         chosen, reason = None, None
         if has_perturbations(df) and "implied_accuracy" in cwv.signals_.columns:
             sig = cwv.signals_
             measured = sig[(sig["order_pairs"] + sig["presentation_pairs"]) >= self.min_pairs]
             if len(measured):
                 q = measured["implied_accuracy"]
-                evidence.update(best_consistent_judge=str(q.idxmax()), best_implied_accuracy=float(q.max()),
-                                median_implied_accuracy=float(q.median()))  # fmt: skip
+                evidence.update(
+                    best_consistent_judge=str(q.idxmax()),
+                    best_implied_accuracy=float(q.max()),
+                    median_implied_accuracy=float(q.median()),
+                )
                 if q.max() >= self.strong_consistency and q.max() - q.median() >= self.min_spread:
                     pds = PositionDawidSkene(classes=classes).fit(df, start=cwv)
                     agree = agreement(pds.labels_, cwv.labels_, classes)
@@ -91,9 +104,11 @@ class AutoAggregator(BinaryAggregator):
                         chosen, name = pds, "ds_position"
                     else:
                         chosen, name = cwv, "cwv"
-                    reason = (f"judge {q.idxmax()} keeps its verdict across orders and presentations "
-                              f"(implied accuracy {q.max():.2f} vs median {q.median():.2f}): the consistent "
-                              f"judges are identifiable, so {name} weighs them")  # fmt: skip
+                    reason = (
+                        f"judge {q.idxmax()} keeps its verdict across orders and presentations "
+                        f"(implied accuracy {q.max():.2f} vs median {q.median():.2f}): the consistent "
+                        f"judges are identifiable, so {name} weighs them"
+                    )
         if chosen is None:
             mv = MajorityVote().fit(df)
             ds = DawidSkene().fit(df)
@@ -101,13 +116,17 @@ class AutoAggregator(BinaryAggregator):
             evidence["dawid_skene_vs_mv_agreement"] = agree
             if cwv.multiplicity_.max() > self.clique_multiplicity:
                 chosen, name = mv, "mv"
-                reason = (f"judge {cwv.multiplicity_.idxmax()} counts as {cwv.multiplicity_.max():.1f} judges "
-                          "(correlated errors), so Dawid–Skene's independence does not hold: majority vote")  # fmt: skip
+                reason = (
+                    f"judge {cwv.multiplicity_.idxmax()} counts as {cwv.multiplicity_.max():.1f} judges "
+                    "(correlated errors), so Dawid–Skene's independence does not hold: majority vote"
+                )
             elif evidence.get("median_implied_accuracy", 1.0) < self.weak_consistency:
                 chosen, name = mv, "mv"
-                reason = (f"most judges flip with the order or presentation (median implied accuracy "
-                          f"{evidence['median_implied_accuracy']:.2f}): the panel may be below chance, and "
-                          "Dawid–Skene would sharpen majority vote's side whichever it is: majority vote")  # fmt: skip
+                reason = (
+                    f"most judges flip with the order or presentation (median implied accuracy "
+                    f"{evidence['median_implied_accuracy']:.2f}): the panel may be below chance, and "
+                    "Dawid–Skene would sharpen majority vote's side whichever it is: majority vote"
+                )
             elif agree >= self.min_agreement:
                 chosen, name = ds, "dawid_skene"
                 reason = "judges look conditionally independent: Dawid–Skene weighs them by fitted skill"

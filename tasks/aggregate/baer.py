@@ -34,6 +34,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
 
 from judgeops.tasks.aggregate._base import BinaryAggregator, check_frame, dev_series, resolve_classes
+from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 
 LAMBDAS = (10.0, 1.0, 0.1, 0.01, 0.001)
 
@@ -161,8 +162,14 @@ class BAER(BinaryAggregator):
     Input: `task, worker, score` (P(first class) per run, in [0, 1]) or `task, worker, label`; optional
     `category` (the condition) and several rows per (task, worker) for runs (display orders)."""
 
-    def __init__(self, head: str = "auto", input: str = "score", classes: tuple[str, str] | None = None,
-                 pseudo_confidence: float = 0.9, seed: int = 0):  # fmt: skip
+    def __init__(
+        self,
+        head: str = "auto",
+        input: str = "score",
+        classes: tuple[str, str] | None = None,
+        pseudo_confidence: float = 0.9,
+        seed: int = 0,
+    ):
         self.head, self.input, self.classes = head, input, classes
         self.pseudo_confidence, self.seed = pseudo_confidence, seed
 
@@ -196,8 +203,6 @@ class BAER(BinaryAggregator):
         if dev_labels is not None:
             self.trained_on_ = "dev_labels"
             return dev_series(dev_labels, classes, tasks).to_numpy(dtype=float)
-        from judgeops.tasks.aggregate.dawid_skene import DawidSkene
-
         self.trained_on_ = "pseudo_labels"
         if self.input == "label":
             votes = df

@@ -61,9 +61,15 @@ from judgeops.tasks.aggregate._base import (
 
 
 def sparse_low_rank(
-    sigma: np.ndarray, alpha: float, beta: float, mu: float = 3.0, n_iter: int = 1000, tol: float = 1e-5,
-    start: tuple[np.ndarray, ...] | None = None, info: dict | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    sigma: np.ndarray,
+    alpha: float,
+    beta: float,
+    mu: float = 3.0,
+    n_iter: int = 1000,
+    tol: float = 1e-5,
+    start: tuple[np.ndarray, ...] | None = None,
+    info: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """ADMM for min −log det R + tr(ΣR) + α‖S‖₁,off + β tr L  s.t.  R = S − L, L ⪰ 0 (Ma, Xue & Zou 2013).
 
     Returns (R, S, L, Λ); pass them back as `start` to warm-start a nearby problem. `info`, if given, gets
@@ -123,9 +129,16 @@ class CareSVD(BinaryAggregator):
     `weights_` (per judge, on standardised scores), `factor_` (which eigenvector of L̂ is quality),
     `scores_`, `probas_`, `labels_`."""
 
-    def __init__(self, lambdas: tuple[float, ...] = (0.5, 1.0, 2.0), gammas: tuple[float, ...] = (1.0, 2.0, 4.0),
-                 factor: str = "leading", input: str = "score", neutral: float | None = None,
-                 classes: tuple[str, str] | None = None, seed: int = 0):  # fmt: skip
+    def __init__(
+        self,
+        lambdas: tuple[float, ...] = (0.5, 1.0, 2.0),
+        gammas: tuple[float, ...] = (1.0, 2.0, 4.0),
+        factor: str = "leading",
+        input: str = "score",
+        neutral: float | None = None,
+        classes: tuple[str, str] | None = None,
+        seed: int = 0,
+    ):
         self.lambdas, self.gammas, self.factor = lambdas, gammas, factor
         self.input, self.neutral, self.classes, self.seed = input, neutral, classes, seed
 
@@ -277,8 +290,9 @@ def _gmm(x: np.ndarray, rank: int, init: tuple[np.ndarray, np.ndarray] | None, s
         centred = mu - pi @ mu
         within = np.cov(x, rowvar=False, bias=True) - (centred.T * pi) @ centred
         kwargs = {"weights_init": pi, "means_init": mu, "precisions_init": spd_precision(within, 1e-3)}
-    gmm = GaussianMixture(rank, covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed,
-                          **kwargs)  # fmt: skip
+    gmm = GaussianMixture(
+        rank, covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed, **kwargs
+    )
     return gmm.fit(x)
 
 
@@ -337,9 +351,17 @@ class CareTensor(BinaryAggregator):
     of the same mixture fit, for comparison (bench/aggregate.py).
     """
 
-    def __init__(self, axis: str = "even", moments: str = "fourth", n_latent: int = 2, input: str = "score",
-                 neutral: float | None = None, classes: tuple[str, str] | None = None, seed: int = 0,
-                 symmetrise: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        axis: str = "even",
+        moments: str = "fourth",
+        n_latent: int = 2,
+        input: str = "score",
+        neutral: float | None = None,
+        classes: tuple[str, str] | None = None,
+        seed: int = 0,
+        symmetrise: bool = True,
+    ):
         self.axis, self.moments, self.n_latent, self.input, self.neutral = (
             axis,
             moments,
@@ -426,8 +448,13 @@ class CareTensor(BinaryAggregator):
         if not bic_grid < bic_two:
             return two[:, 1], a, 2, f"one binary latent (BIC {bic_two:.0f} vs 2 × 2 grid {bic_grid:.0f})"
         means = grid.T @ z / (grid.sum(axis=0)[:, None] + 1e-9)
-        axes = np.stack([means[[1, 3]].mean(axis=0) - means[[0, 2]].mean(axis=0),
-                         means[[2, 3]].mean(axis=0) - means[[0, 1]].mean(axis=0)], axis=1)  # fmt: skip
+        axes = np.stack(
+            [
+                means[[1, 3]].mean(axis=0) - means[[0, 2]].mean(axis=0),
+                means[[2, 3]].mean(axis=0) - means[[0, 1]].mean(axis=0),
+            ],
+            axis=1,
+        )
         axis_posts = {0: grid[:, [1, 3]].sum(axis=1), 1: grid[:, [2, 3]].sum(axis=1)}
         pick = self._pick([0, 1], axes, axis_posts, z, dev)
         return (
@@ -488,8 +515,16 @@ def _mixture_fit(
     within = sum((resp[:, r, None] * (z - means[r])).T @ (z - means[r]) for r in range(resp.shape[1])) / len(
         z
     )
-    gmm = GaussianMixture(resp.shape[1], covariance_type="tied", reg_covar=1e-6, max_iter=200, random_state=seed,
-                          weights_init=nk / nk.sum(), means_init=means, precisions_init=spd_precision(within, 1e-6))  # fmt: skip
+    gmm = GaussianMixture(
+        resp.shape[1],
+        covariance_type="tied",
+        reg_covar=1e-6,
+        max_iter=200,
+        random_state=seed,
+        weights_init=nk / nk.sum(),
+        means_init=means,
+        precisions_init=spd_precision(within, 1e-6),
+    )
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)

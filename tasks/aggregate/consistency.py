@@ -37,8 +37,18 @@ import pandas as pd
 
 from judgeops.tasks.aggregate._base import binary_classes, check_frame
 
-SIGNALS = ["n_tasks", "order_pairs", "order_consistency", "presentation_pairs", "presentation_consistency",
-           "n_decisive", "position_bias", "agreement", "implied_accuracy", "weight"]  # fmt: skip
+SIGNALS = [
+    "n_tasks",
+    "order_pairs",
+    "order_consistency",
+    "presentation_pairs",
+    "presentation_consistency",
+    "n_decisive",
+    "position_bias",
+    "agreement",
+    "implied_accuracy",
+    "weight",
+]
 RUN_COLUMNS = ("run", "shown_first", "item")  # the optional columns the consistency-aware methods read
 MAX_IMPLIED_ACCURACY = 0.99  # a judge consistent on every pair is not taken as infallible
 

@@ -64,8 +64,14 @@ class ConsistencyWeightedVote(BinaryAggregator):
 
     min_pairs: a judge measured on fewer pairs of runs takes the median weight of the measured judges."""
 
-    def __init__(self, classes: tuple[str, str] | None = None, min_pairs: int = 10, dependence: bool = True,
-                 n_rounds: int = 3, pool_items: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        classes: tuple[str, str] | None = None,
+        min_pairs: int = 10,
+        dependence: bool = True,
+        n_rounds: int = 3,
+        pool_items: bool = False,
+    ):
         self.classes, self.min_pairs, self.dependence = classes, min_pairs, dependence
         self.n_rounds, self.pool_items = n_rounds, pool_items
 

@@ -17,7 +17,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE, panel_judge_id
+from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE
 from judgeops.tasks.aggregate._base import DEFAULT_CLASSES
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
 from judgeops.tasks.aggregate.registry import AGGREGATORS, BINARY_ONLY, USES_RUNS, get_aggregator
@@ -34,6 +34,7 @@ NOTE_COLUMNS = [
 ]
 
 log = logging.getLogger(__name__)
+
 
 def _coin(seed: int, pair_id: str) -> bool:
     return hashlib.sha256(f"{seed}:{pair_id}".encode()).digest()[0] % 2 == 1
@@ -100,9 +101,13 @@ def calibrated_rates(
 
 
 def aggregate(
-    verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str], seed: int = 0,
-    params: dict | None = None, calibration: pd.DataFrame | None = None,
-) -> pd.DataFrame:  # fmt: skip
+    verdicts: pd.DataFrame,
+    variants: pd.DataFrame,
+    methods: list[str],
+    seed: int = 0,
+    params: dict | None = None,
+    calibration: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """One consensus row per variant and method, in the display frame (label "A" = first shown wins).
 
     With a weekly `calibration` (the latest as of the run's date), WMV weighs the judges by its rates."""
@@ -110,14 +115,25 @@ def aggregate(
 
 
 def aggregate_panel(
-    verdicts: pd.DataFrame, variants: pd.DataFrame, methods: list[str], seed: int = 0,
-    params: dict | None = None, calibration: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None,
-) -> dict[str, pd.DataFrame]:  # fmt: skip
+    verdicts: pd.DataFrame,
+    variants: pd.DataFrame,
+    methods: list[str],
+    seed: int = 0,
+    params: dict | None = None,
+    calibration: pd.DataFrame | None = None,
+    pairs: pd.DataFrame | None = None,
+) -> dict[str, pd.DataFrame]:
     """`consensus` (as `aggregate`), `consistency` (perturbation signals per judge, overall and per error type
     when `pairs` are given) and `aggregation_notes` (auto's choice and each method's label-free check)."""
     if calibration is not None and len(calibration) and "wmv" in methods:
-        params = {**(params or {}), "wmv": {**(params or {}).get("wmv", {}), "estimator": "given",
-                                            "rates": calibrated_rates(calibration)}}  # fmt: skip
+        params = {
+            **(params or {}),
+            "wmv": {
+                **(params or {}).get("wmv", {}),
+                "estimator": "given",
+                "rates": calibrated_rates(calibration),
+            },
+        }
     votes, shown = canonical_votes(verdicts, variants, seed)
     task = shown["task"].to_numpy()
     out, fitted, reasons = [], {}, {}
@@ -199,8 +215,10 @@ def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> p
         elif method not in ("mv", "auto") and mv < 0.5:
             warning = f"takes the mirror side of majority vote (agrees on {mv:.0%} of what MV decides)"
         elif method not in ("mv", "auto") and auto < mv_auto - 0.05:
-            warning = (f"strays from auto's consensus (agrees on {auto:.0%}) further than majority vote "
-                       f"({mv_auto:.0%}): likely below majority vote here")  # fmt: skip
+            warning = (
+                f"strays from auto's consensus (agrees on {auto:.0%}) further than majority vote "
+                f"({mv_auto:.0%}): likely below majority vote here"
+            )
         choice, reason, evidence = "", "", ""
         if method == "auto" and "auto" in fitted:
             est = fitted["auto"]
@@ -209,22 +227,16 @@ def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> p
         fallbacks = "; ".join(getattr(fitted.get(method), "fallbacks_", None) or [])
         if fallbacks:
             log.warning("aggregate: %s fell back: %s", method, fallbacks)
-        rows.append({"method": method, "agreement_with_mv": mv, "agreement_with_auto": auto,
-                     "warning": warning, "choice": choice, "reason": reason, "evidence": evidence,
-                     "fallbacks": fallbacks})  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "agreement_with_mv": mv,
+                "agreement_with_auto": auto,
+                "warning": warning,
+                "choice": choice,
+                "reason": reason,
+                "evidence": evidence,
+                "fallbacks": fallbacks,
+            }
+        )
     return pd.DataFrame(rows, columns=NOTE_COLUMNS)
-
-
-def consensus_as_verdicts(consensus: pd.DataFrame) -> pd.DataFrame:
-    """The panel's decisions shaped like verdicts (judge_id `panel:<method>`), so they are profiled like a judge.
-
-    A method that could not fit the panel (label `unavailable`) made no decision and is left out."""
-    consensus = consensus[consensus["label"] != UNAVAILABLE]
-    return pd.DataFrame(
-        {
-            "judge_id": panel_judge_id(consensus["method"]),
-            "variant_id": consensus["unit_id"],
-            "verdict": consensus["label"].where(consensus["label"].isin(["A", "B", TIE])),
-            "p_first": consensus["posterior"],
-        }
-    )

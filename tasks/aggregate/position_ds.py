@@ -55,8 +55,14 @@ class PositionDawidSkene(BinaryAggregator):
     `multiplicity_` (worker: the tempering divisor), `init_` ("consistency" or "mv"), `mirrored_`,
     `loss_history_`, `probas_`, `labels_`."""
 
-    def __init__(self, n_iter: int = 100, tol: float = 1e-6, init: str = "consistency",
-                 classes: tuple[str, str] | None = None, tempered: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        n_iter: int = 100,
+        tol: float = 1e-6,
+        init: str = "consistency",
+        classes: tuple[str, str] | None = None,
+        tempered: bool = True,
+    ):
         self.n_iter, self.tol, self.init, self.classes, self.tempered = n_iter, tol, init, classes, tempered
 
     def fit(self, df: pd.DataFrame, start: ConsistencyWeightedVote | None = None) -> PositionDawidSkene:
@@ -111,9 +117,13 @@ class PositionDawidSkene(BinaryAggregator):
         known = ctx < 2
         said_first = np.where(ctx == 0, vote, 1 - vote)
         self.position_bias_ = (
-            pd.Series(said_first[known]).groupby(w[known]).mean().reindex(range(len(workers)))
-            .set_axis(workers).rename("position_bias")
-        )  # fmt: skip
+            pd.Series(said_first[known])
+            .groupby(w[known])
+            .mean()
+            .reindex(range(len(workers)))
+            .set_axis(workers)
+            .rename("position_bias")
+        )
         return self._finish(post, tasks, classes)
 
     def _m_step(self, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

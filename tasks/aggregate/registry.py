@@ -39,8 +39,18 @@ BINARY_ONLY = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer", "cwv", "ds
 # methods that read the perturbation columns (`run`, `shown_first`, `item`) beside task, worker, label
 USES_RUNS = ("cwv", "ds_position", "auto")
 
+
 def get_aggregator(name: str, **params):
     """An unfitted estimator by name, e.g. get_aggregator("wmv", estimator="disagreement")."""
     if name not in AGGREGATORS:
         raise ValueError(f"unknown aggregator {name!r}; available: {sorted(AGGREGATORS)}")
     return AGGREGATORS[name][0](**params)
+
+
+def check_params(params: dict[str, dict]) -> None:
+    """Every method's parameters build an estimator (a config check, run before any stage)."""
+    for name, kwargs in params.items():
+        try:
+            get_aggregator(name, **kwargs)
+        except TypeError as exc:
+            raise ValueError(f"aggregation.params.{name}: {exc}") from exc

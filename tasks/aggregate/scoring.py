@@ -96,8 +96,9 @@ def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None]:
     return filled["label"], filled["weight"] if "weight" in filled.columns else None
 
 
-def check_truth(table: pd.DataFrame, tasks: pd.Index, file: str, kind: str = "label",
-                allow_partial: bool = False) -> pd.Series:  # fmt: skip
+def check_truth(
+    table: pd.DataFrame, tasks: pd.Index, file: str, kind: str = "label", allow_partial: bool = False
+) -> pd.Series:
     """Truth per task (keyed labels, or scores), checked against the voted tasks."""
     if "task" not in table.columns or kind not in table.columns:
         raise InputError(f"{file}: expected columns task, {kind}")

@@ -127,8 +127,12 @@ def draw_params(regime: str, rng: np.random.Generator) -> dict:
         raw = np.concatenate([-u(0.3, 0.6, strong), u(0.7, 1.3, weak)])
         b = raw - (raw @ a) / (a @ a) * a
         strength = u(0.5, 1.5)
-        return {"quality": a, "confounder": strength * b / np.abs(b).max(), "clique": np.zeros_like(a),
-                "strength": strength}  # fmt: skip
+        return {
+            "quality": a,
+            "confounder": strength * b / np.abs(b).max(),
+            "clique": np.zeros_like(a),
+            "strength": strength,
+        }
     if regime == "confounder_independent":  # 9–15 similar judges; 40–100 % of them load on the confounder
         p = rng.integers(9, 16)
         a = u(0.7, 1.3, p)
@@ -143,29 +147,41 @@ def draw_params(regime: str, rng: np.random.Generator) -> dict:
         return {"accuracy": accuracy, "position_bias": u(0.0, 0.7, good + bad)}
     if regime == "adversarial_surface":  # 1–2 strong, stable judges; 3–8 that follow the surface cue
         strong, weak = rng.integers(1, 3), rng.integers(3, 9)
-        return {"content": np.concatenate([u(1.5, 3.0, strong), u(0.0, 0.6, weak)]),
-                "cue": np.concatenate([u(0.0, 0.4, strong), u(0.6, 1.5, weak)]),
-                "position": np.concatenate([u(0.0, 0.4, strong), u(0.3, 1.5, weak)]),
-                "adversarial": u(0.6, 0.95), "cue_kept": u(0.2, 0.8)}  # fmt: skip
+        return {
+            "content": np.concatenate([u(1.5, 3.0, strong), u(0.0, 0.6, weak)]),
+            "cue": np.concatenate([u(0.0, 0.4, strong), u(0.6, 1.5, weak)]),
+            "position": np.concatenate([u(0.0, 0.4, strong), u(0.3, 1.5, weak)]),
+            "adversarial": u(0.6, 0.95),
+            "cue_kept": u(0.2, 0.8),
+        }
     if regime == "clique_shared_bias":  # the strong judge, 0–2 fair ones, a clique of 3–5 sharing a bias
         fair, size = rng.integers(0, 3), rng.integers(3, 6)
-        return {"content": np.concatenate([u(1.5, 2.5, 1), u(0.5, 1.2, fair), u(0.3, 1.0, size)]),
-                "cue": np.concatenate([np.zeros(1 + fair), u(1.0, 2.0, size)]),
-                "position": u(0.0, 0.5, 1 + fair + size),
-                "adversarial": 0.5, "cue_kept": u(0.2, 0.8)}  # fmt: skip
+        return {
+            "content": np.concatenate([u(1.5, 2.5, 1), u(0.5, 1.2, fair), u(0.3, 1.0, size)]),
+            "cue": np.concatenate([np.zeros(1 + fair), u(1.0, 2.0, size)]),
+            "position": u(0.0, 0.5, 1 + fair + size),
+            "adversarial": 0.5,
+            "cue_kept": u(0.2, 0.8),
+        }
     raise ValueError(f"unknown regime {regime!r}; one of {REGIMES}")
 
 
 FIXED = {  # the fixed settings of the perturbation regimes (family=False)
-    "adversarial_surface": {"content": np.array([2.5, 0.3, 0.2, 0.4, 0.1, 0.3]),
-                            "cue": np.array([0.2, 1.0, 1.2, 0.8, 1.0, 1.1]),
-                            "position": np.array([0.2, 0.8, 1.0, 0.5, 1.2, 0.7]),
-                            "adversarial": 0.8, "cue_kept": 0.5},
-    "clique_shared_bias": {"content": np.array([2.0, 0.8, 0.6, 0.6, 0.6, 0.6]),
-                           "cue": np.array([0.0, 0.0, 1.5, 1.5, 1.5, 1.5]),
-                           "position": np.array([0.1, 0.3, 0.3, 0.3, 0.3, 0.3]),
-                           "adversarial": 0.5, "cue_kept": 0.5},
-}  # fmt: skip
+    "adversarial_surface": {
+        "content": np.array([2.5, 0.3, 0.2, 0.4, 0.1, 0.3]),
+        "cue": np.array([0.2, 1.0, 1.2, 0.8, 1.0, 1.1]),
+        "position": np.array([0.2, 0.8, 1.0, 0.5, 1.2, 0.7]),
+        "adversarial": 0.8,
+        "cue_kept": 0.5,
+    },
+    "clique_shared_bias": {
+        "content": np.array([2.0, 0.8, 0.6, 0.6, 0.6, 0.6]),
+        "cue": np.array([0.0, 0.0, 1.5, 1.5, 1.5, 1.5]),
+        "position": np.array([0.1, 0.3, 0.3, 0.3, 0.3, 0.3]),
+        "adversarial": 0.5,
+        "cue_kept": 0.5,
+    },
+}
 
 
 def make_panel(
@@ -195,10 +211,16 @@ def make_panel(
     scores = np.outer(q, a) + np.outer(c, b) + np.outer(shared, clique) + rng.normal(size=(n_tasks, len(a)))
     names = [f"j{i}" for i in range(len(a))]
     votes = _scores_to_votes(scores, a / 2 + b / 2, names)
-    params = {"regime": regime, "seed": seed, "n_tasks": n_tasks, "strength": float(strength), "family": family,
-              "quality": dict(zip(names, a.tolist(), strict=True)),
-              "confounder_loading": dict(zip(names, b.tolist(), strict=True)),
-              "clique_loading": dict(zip(names, clique.tolist(), strict=True))}  # fmt: skip
+    params = {
+        "regime": regime,
+        "seed": seed,
+        "n_tasks": n_tasks,
+        "strength": float(strength),
+        "family": family,
+        "quality": dict(zip(names, a.tolist(), strict=True)),
+        "confounder_loading": dict(zip(names, b.tolist(), strict=True)),
+        "clique_loading": dict(zip(names, clique.tolist(), strict=True)),
+    }
     return Panel(votes, truth, params)
 
 
@@ -217,27 +239,45 @@ def _perturbed(
     rows = []
     for k, presentation in enumerate(PRESENTATIONS):
         for run, f in (("AB", 1.0), ("BA", -1.0)):
-            d = (np.outer(y, alpha) + np.outer(cue[:, k], beta) + f * gamma
-                 + rng.normal(size=(n_items, n_judges)))  # fmt: skip
+            d = (
+                np.outer(y, alpha)
+                + np.outer(cue[:, k], beta)
+                + f * gamma
+                + rng.normal(size=(n_items, n_judges))
+            )
             rows.append(
                 pd.DataFrame(
-                    {"task": np.repeat([f"{i}:{presentation}" for i in range(n_items)], n_judges),
-                     "worker": np.tile([f"j{j}" for j in range(n_judges)], n_items),
-                     "label": np.where(d > 0, "A", "B").ravel(),
-                     "score": (1 / (1 + np.exp(-1.7 * d))).ravel(),
-                     "run": run, "item": np.repeat(np.arange(n_items), n_judges),
-                     "presentation": presentation}
+                    {
+                        "task": np.repeat([f"{i}:{presentation}" for i in range(n_items)], n_judges),
+                        "worker": np.tile([f"j{j}" for j in range(n_judges)], n_items),
+                        "label": np.where(d > 0, "A", "B").ravel(),
+                        "score": (1 / (1 + np.exp(-1.7 * d))).ravel(),
+                        "run": run,
+                        "item": np.repeat(np.arange(n_items), n_judges),
+                        "presentation": presentation,
+                    }
                 )
-            )  # fmt: skip
+            )
     votes = pd.concat(rows, ignore_index=True)
     tasks = [f"{i}:{pr}" for pr in PRESENTATIONS for i in range(n_items)]
-    truth = pd.Series(np.tile(np.where(y > 0, "A", "B"), len(PRESENTATIONS)), index=pd.Index(tasks, name="task"),
-                      name="label")  # fmt: skip
+    truth = pd.Series(
+        np.tile(np.where(y > 0, "A", "B"), len(PRESENTATIONS)),
+        index=pd.Index(tasks, name="task"),
+        name="label",
+    )
     names = [f"j{j}" for j in range(n_judges)]
-    params = {"regime": regime, "seed": seed, "n_tasks": len(tasks), "family": family,
-              "adversarial": float(p["adversarial"]), "cue_kept": float(p["cue_kept"]),
-              **{key: dict(zip(names, np.asarray(p[key]).tolist(), strict=True))
-                 for key in ("content", "cue", "position")}}  # fmt: skip
+    params = {
+        "regime": regime,
+        "seed": seed,
+        "n_tasks": len(tasks),
+        "family": family,
+        "adversarial": float(p["adversarial"]),
+        "cue_kept": float(p["cue_kept"]),
+        **{
+            key: dict(zip(names, np.asarray(p[key]).tolist(), strict=True))
+            for key in ("content", "cue", "position")
+        },
+    }
     return Panel(votes, truth.sort_index(), params)
 
 
@@ -261,11 +301,22 @@ def _below_chance_order(
             said = np.where(rng.random(n) < position_bias[j], first, content)
             rows.append(
                 pd.DataFrame(
-                    {"task": np.arange(n), "worker": name, "order": order, "run": order,
-                     "label": np.where(said == 1, "A", "B"), "score": said.astype(float)}
+                    {
+                        "task": np.arange(n),
+                        "worker": name,
+                        "order": order,
+                        "run": order,
+                        "label": np.where(said == 1, "A", "B"),
+                        "score": said.astype(float),
+                    }
                 )
-            )  # fmt: skip
-    params = {"regime": "below_chance_order", "seed": seed, "n_tasks": n, "family": drawn is not None,
-              "accuracy": dict(zip(names, accuracy.tolist(), strict=True)),
-              "position_bias": dict(zip(names, position_bias.tolist(), strict=True))}  # fmt: skip
+            )
+    params = {
+        "regime": "below_chance_order",
+        "seed": seed,
+        "n_tasks": n,
+        "family": drawn is not None,
+        "accuracy": dict(zip(names, accuracy.tolist(), strict=True)),
+        "position_bias": dict(zip(names, position_bias.tolist(), strict=True)),
+    }
     return Panel(pd.concat(rows, ignore_index=True), truth, params)

@@ -41,8 +41,12 @@ class UniversalWeakSupervision(BinaryAggregator):
     (posterior mean of the standardised truth), `probas_`, `labels_` (the upper mixture component is
     `classes[0]`)."""
 
-    def __init__(self, max_accuracy: float = 0.99, neutral: float | None = None,
-                 classes: tuple[str, str] = DEFAULT_CLASSES):  # fmt: skip
+    def __init__(
+        self,
+        max_accuracy: float = 0.99,
+        neutral: float | None = None,
+        classes: tuple[str, str] = DEFAULT_CLASSES,
+    ):
         self.max_accuracy, self.neutral, self.classes = max_accuracy, neutral, classes
 
     def fit(self, df: pd.DataFrame) -> UniversalWeakSupervision:

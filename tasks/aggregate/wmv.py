@@ -86,10 +86,14 @@ def _decide(share: np.ndarray, fpr: np.ndarray, fnr: np.ndarray, rule: str) -> n
 
 
 def error_rates(
-    share: pd.DataFrame, estimator: str = "disagreement", truth: pd.Series | None = None,
-    strata: pd.Series | None = None, prior: tuple[float, float] = (1.0, 1.0), rule: str = "spec_sens",
+    share: pd.DataFrame,
+    estimator: str = "disagreement",
+    truth: pd.Series | None = None,
+    strata: pd.Series | None = None,
+    prior: tuple[float, float] = (1.0, 1.0),
+    rule: str = "spec_sens",
     n_iter: int = 1,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """worker × (fpr, fnr): each judge's error rates by one of ESTIMATORS.
 
     share: tasks × workers, the fraction of a judge's runs voting positive (NaN: no vote);
@@ -139,8 +143,15 @@ class WeightedMajorityVote(BinaryAggregator):
     `probas_`, `labels_`. `fit(df, labels=None)`: labels are the audit set (bayesian, stratified) or the
     full truth (oracle); the label-free default never reads them. `stratified` reads a `stratum` column."""
 
-    def __init__(self, rule: str = "spec_sens", estimator: str = "disagreement", prior: tuple[float, float] = (1.0, 1.0),
-                 n_iter: int = 1, classes: tuple[str, str] | None = None, rates: dict | None = None):  # fmt: skip
+    def __init__(
+        self,
+        rule: str = "spec_sens",
+        estimator: str = "disagreement",
+        prior: tuple[float, float] = (1.0, 1.0),
+        n_iter: int = 1,
+        classes: tuple[str, str] | None = None,
+        rates: dict | None = None,
+    ):
         self.rule, self.estimator, self.prior, self.n_iter = rule, estimator, prior, n_iter
         self.classes, self.rates = classes, rates
 

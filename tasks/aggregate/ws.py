@@ -24,8 +24,13 @@ class WeakSupervision(BinaryAggregator):
     """Fitted: `mu_` ((worker, vote) × class: P(vote, voted | class)), `skills_` (worker: mean P(right)),
     `probas_`, `labels_`."""
 
-    def __init__(self, class_balance: tuple[float, float] = (0.5, 0.5), prec_init: float = 0.7,
-                 l2: float = 0.0, classes: tuple[str, str] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        class_balance: tuple[float, float] = (0.5, 0.5),
+        prec_init: float = 0.7,
+        l2: float = 0.0,
+        classes: tuple[str, str] | None = None,
+    ):
         self.class_balance, self.prec_init, self.l2, self.classes = class_balance, prec_init, l2, classes
 
     def fit(self, df: pd.DataFrame) -> WeakSupervision:
@@ -44,8 +49,9 @@ class WeakSupervision(BinaryAggregator):
         block = np.kron(np.eye(len(workers)), np.ones((2, 2))) > 0
         p = np.asarray(self.class_balance, dtype=float)
         coverage = np.repeat(voted.mean(axis=0), 2)
-        right = np.tile([[self.prec_init, 1 - self.prec_init], [1 - self.prec_init, self.prec_init]],
-                        (len(workers), 1))  # fmt: skip
+        right = np.tile(
+            [[self.prec_init, 1 - self.prec_init], [1 - self.prec_init, self.prec_init]], (len(workers), 1)
+        )
         mu0 = right * coverage[:, None]
 
         def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
@@ -56,8 +62,14 @@ class WeakSupervision(BinaryAggregator):
             grad = 4 * resid @ mu * p + 2 * np.outer(marg, p) + 2 * self.l2 * (mu - mu0)
             return float(value), grad.ravel()
 
-        fit = minimize(loss, mu0.ravel(), jac=True, method="L-BFGS-B", bounds=[(1e-6, 1.0)] * (2 * d),
-                       options={"maxiter": 2000, "ftol": 1e-14, "gtol": 1e-10})  # fmt: skip
+        fit = minimize(
+            loss,
+            mu0.ravel(),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(1e-6, 1.0)] * (2 * d),
+            options={"maxiter": 2000, "ftol": 1e-14, "gtol": 1e-10},
+        )
         mu = np.clip(fit.x.reshape(d, 2), 0.01, 0.99)
         if np.trace(mu.reshape(-1, 2, 2).sum(axis=0)) < np.trace(mu.reshape(-1, 2, 2).sum(axis=0)[:, ::-1]):
             mu = mu[:, ::-1]  # the mirror solution: keep judges better than chance on average

@@ -29,6 +29,7 @@ from judgeops.tasks.construct.operators import Edit, NotApplicable
 from judgeops.tasks.judges import complete_cached
 from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Request, make_call
+from judgeops.tasks.judges.programmatic import consistency_errors
 from judgeops.tasks.judges.prompts import fence
 
 VERSION = "llm-generator-1"
@@ -129,8 +130,6 @@ def check_expansion(text: str | None, gold: str) -> str:
     arithmetic and numeric comparisons hold (the numeric_consistency judge's checks), it is a plain
     paragraph of sensible length. A wrong step that states no checkable number cannot be caught, which is
     why an LLM-written A is opt-in (`llm_expand`)."""
-    from judgeops.tasks.judges.programmatic import consistency_errors
-
     text = " ".join((text or "").split())
     closing = f"{FINAL_CLAIM} {gold.rstrip('.')}."
     if not text.endswith(closing):

@@ -225,25 +225,39 @@ def build_pairs(
 
 
 def _llm_plan(
-    items: pd.DataFrame, order: np.ndarray, types: list[str], config: ConstructionConfig, cache_path: str, log: list
+    items: pd.DataFrame,
+    order: np.ndarray,
+    types: list[str],
+    config: ConstructionConfig,
+    cache_path: str,
+    log: list,
 ) -> _LLMPlan:
     """Ask the model for every item's answer A (with `llm_expand`) and for its edit of the assigned type."""
     plan = _LLMPlan(assigned=llm_module.assigned_types(items, order, types))
     ordered = [items.iloc[int(i)] for i in order]
     if config.llm_expand:  # the model writes answer A first; what fails its checks keeps the template
         written = llm_module.llm_expansions(
-            [(str(it["item_id"]), _with_choices(it), str(it["gold"])) for it in ordered], config.llm, cache_path
+            [(str(it["item_id"]), _with_choices(it), str(it["gold"])) for it in ordered],
+            config.llm,
+            cache_path,
         )
         for it in ordered:
             item_id = str(it["item_id"])
             text = written[item_id]
             ok = not text.startswith("rejected: ")
             reason = "llm: answer A written" if ok else f"llm: {text}"
-            log.append((it["item_id"], plan.assigned[item_id], LLM_EXPAND, "accepted" if ok else "rejected", reason))
+            log.append(
+                (it["item_id"], plan.assigned[item_id], LLM_EXPAND, "accepted" if ok else "rejected", reason)
+            )
             if ok:
                 plan.answers[item_id] = text
     tasks = [
-        (str(it["item_id"]), plan.assigned[str(it["item_id"])], _with_choices(it), _answer_a(it, plan.answers)[0])
+        (
+            str(it["item_id"]),
+            plan.assigned[str(it["item_id"])],
+            _with_choices(it),
+            _answer_a(it, plan.answers)[0],
+        )
         for it in ordered
     ]
     plan.edits = llm_module.llm_edits(tasks, config.llm, cache_path)
@@ -262,7 +276,9 @@ def _pair_for_item(
         if row is not None:
             return row
         preference = [wanted] + [t for t in preference if t != wanted]  # the rules fill the same type first
-    return _rules_pair(item, answer, conditions, preference, config, branch, log, str(item["item_id"]) in plan.answers)
+    return _rules_pair(
+        item, answer, conditions, preference, config, branch, log, str(item["item_id"]) in plan.answers
+    )
 
 
 def _llm_pair(

@@ -26,8 +26,24 @@ import pandas as pd
 
 from judgeops.tasks.aggregate.wmv import error_counts, loo_majority
 
-CALIBRATION_COLUMNS = ["week", "judge_id", "estimator", "stratum", "fp", "tn", "fn", "tp", "fpr", "fnr",
-                       "fpr_sd", "fnr_sd", "n", "agreement", "drift", "drift_reason"]  # fmt: skip
+CALIBRATION_COLUMNS = [
+    "week",
+    "judge_id",
+    "estimator",
+    "stratum",
+    "fp",
+    "tn",
+    "fn",
+    "tp",
+    "fpr",
+    "fnr",
+    "fpr_sd",
+    "fnr_sd",
+    "n",
+    "agreement",
+    "drift",
+    "drift_reason",
+]
 
 
 @dataclass(frozen=True)
@@ -39,9 +55,12 @@ class WeekUnits:
 
 
 def week_units(
-    verdicts: pd.DataFrame, variants: pd.DataFrame, pairs: pd.DataFrame,
-    responses: pd.DataFrame | None = None, items: pd.DataFrame | None = None,
-) -> WeekUnits:  # fmt: skip
+    verdicts: pd.DataFrame,
+    variants: pd.DataFrame,
+    pairs: pd.DataFrame,
+    responses: pd.DataFrame | None = None,
+    items: pd.DataFrame | None = None,
+) -> WeekUnits:
     on_answers = (
         verdicts[verdicts["response_id"].notna()] if "response_id" in verdicts else verdicts.iloc[0:0]
     )
@@ -84,10 +103,16 @@ def proxy_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def recalibrate_week(
-    week: pd.Timestamp | str, units: WeekUnits, previous: pd.DataFrame | None, n_audit: int = 8,
-    prior: tuple[float, float] = (1.0, 9.0), decay: float = 0.5, z: float = 3.0, agreement_drop: float = 0.15,
+    week: pd.Timestamp | str,
+    units: WeekUnits,
+    previous: pd.DataFrame | None,
+    n_audit: int = 8,
+    prior: tuple[float, float] = (1.0, 9.0),
+    decay: float = 0.5,
+    z: float = 3.0,
+    agreement_drop: float = 0.15,
     seed: int = 0,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """This week's `calibration` rows (see the module docstring); `previous` = last week's rows or None."""
     judges = list(units.votes.columns)
     x = units.votes.to_numpy(dtype=float)
@@ -114,11 +139,26 @@ def recalibrate_week(
         if rates is not None:
             fpr, fnr = rates
         for j, judge in enumerate(judges):
-            rows.append({"week": pd.Timestamp(week).date(), "judge_id": judge, "estimator": estimator,
-                         "stratum": stratum, "fp": counts[j, 0, 0], "tn": counts[j, 0, 1], "fn": counts[j, 1, 0],
-                         "tp": counts[j, 1, 1], "fpr": float(fpr[j]), "fnr": float(fnr[j]),
-                         "fpr_sd": float(fpr_sd[j]), "fnr_sd": float(fnr_sd[j]), "n": n,
-                         "agreement": (extra or {}).get(judge, np.nan), "drift": False, "drift_reason": ""})  # fmt: skip
+            rows.append(
+                {
+                    "week": pd.Timestamp(week).date(),
+                    "judge_id": judge,
+                    "estimator": estimator,
+                    "stratum": stratum,
+                    "fp": counts[j, 0, 0],
+                    "tn": counts[j, 0, 1],
+                    "fn": counts[j, 1, 0],
+                    "tp": counts[j, 1, 1],
+                    "fpr": float(fpr[j]),
+                    "fnr": float(fnr[j]),
+                    "fpr_sd": float(fpr_sd[j]),
+                    "fnr_sd": float(fnr_sd[j]),
+                    "n": n,
+                    "agreement": (extra or {}).get(judge, np.nan),
+                    "drift": False,
+                    "drift_reason": "",
+                }
+            )
 
     pooled = carried("bayesian", "") + error_counts(x[audit], truth[audit])
     emit("bayesian", "", pooled, prior, len(audit))
@@ -187,6 +227,13 @@ def drift_events(table: pd.DataFrame) -> list[dict]:
         for part in row.drift_reason.split("; "):
             metric, rest = part.split(" ", 1)
             before, after = (float(v) for v in rest.split(" → "))
-            out.append({"judge": row.judge_id, "metric": metric, "before": before, "after": after,
-                        "week": str(row.week)})  # fmt: skip
+            out.append(
+                {
+                    "judge": row.judge_id,
+                    "metric": metric,
+                    "before": before,
+                    "after": after,
+                    "week": str(row.week),
+                }
+            )
     return out

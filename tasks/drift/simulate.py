@@ -27,6 +27,7 @@ compares the disagreement estimate with those labelled counts: the proxy's own b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -169,9 +170,14 @@ def figure(table: pd.DataFrame, path: str) -> None:
     left.set_ylabel("mean |FPR̂ − FPR|")
     left.set_title("FPR estimation error under drift")
     left.legend(frameon=False)
-    for col, label in [("acc_mean_judge", "mean single judge"), ("acc_mv", "majority vote"),
-                       ("acc_wmv_bayesian", "WMV bayesian"), ("acc_wmv_stratified", "WMV stratified"),
-                       ("acc_wmv_disagreement", "WMV disagreement"), ("acc_wmv_oracle", "WMV oracle")]:  # fmt: skip
+    for col, label in [
+        ("acc_mean_judge", "mean single judge"),
+        ("acc_mv", "majority vote"),
+        ("acc_wmv_bayesian", "WMV bayesian"),
+        ("acc_wmv_stratified", "WMV stratified"),
+        ("acc_wmv_disagreement", "WMV disagreement"),
+        ("acc_wmv_oracle", "WMV oracle"),
+    ]:
         right.plot(
             weekly.index, weekly[col], marker="o", ms=3, label=label, ls="--" if "oracle" in col else "-"
         )
@@ -182,3 +188,21 @@ def figure(table: pd.DataFrame, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def simulate_to(out: Path, weeks: int = 12, items_per_week: int = 40, seeds: int = 20) -> list[str]:
+    """Run the simulation and write the per-week table, every run and the Figure-4 PNG into `out`; returns the
+    lines to print (the averages over weeks and seeds, and what was written)."""
+    table = run(Setup(weeks=weeks, items_per_week=items_per_week), seeds)
+    out.mkdir(parents=True, exist_ok=True)
+    weekly = table.groupby("week").mean(numeric_only=True).drop(columns="seed")
+    weekly.to_csv(out / "drift_weekly.csv", float_format="%.4f")
+    table.to_csv(out / "drift_runs.csv", index=False, float_format="%.4f")
+    figure(table, str(out / "drift.png"))
+    lines = [f"{seeds} seeds × {weeks} weeks × {items_per_week} items; averages over weeks and seeds:"]
+    lines += [
+        f"  {name}: {value:.4f}"
+        for name, value in summary(table).items()
+        if not name.endswith("_oracle") or name.startswith("acc")
+    ]
+    return [*lines, f"wrote {out / 'drift_weekly.csv'}, {out / 'drift_runs.csv'}, {out / 'drift.png'}"]

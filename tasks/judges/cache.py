@@ -152,7 +152,14 @@ class CallCache:
                 self._db.executemany("INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         return len(rows)
 
+    def size_bytes(self) -> int:
+        """The cache file with its write-ahead log."""
+        return sum(f.stat().st_size for f in self.path.parent.glob(self.path.name + "*"))
+
+    STATS_COLUMNS = ["backend", "model", "calls", "unparsable", "tokens", "oldest", "newest"]
+
     def stats(self) -> list[dict]:
+        """Per backend and model (STATS_COLUMNS): cached calls, unparsable ones, tokens, oldest and newest."""
         rows = self._db.execute(
             "SELECT backend, model, COUNT(*), SUM(error IS NOT NULL), COALESCE(SUM(tokens), 0),"
             " MIN(created), MAX(created) FROM calls GROUP BY backend, model ORDER BY backend, model"
@@ -210,8 +217,10 @@ class CallCache:
                 ]
                 self._db.executemany("DELETE FROM claims WHERE key = ?", [(k,) for k in dead])
                 free = [k for k in chunk if k not in done]
-                self._db.executemany("INSERT OR IGNORE INTO claims VALUES (?,?,?,?,?)",
-                                     [(k, self.owner, self.host, self.pid, now) for k in free])  # fmt: skip
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO claims VALUES (?,?,?,?,?)",
+                    [(k, self.owner, self.host, self.pid, now) for k in free],
+                )
                 for key, owner in self._db.execute(
                     f"SELECT key, owner FROM claims WHERE key IN ({marks})", chunk
                 ):
@@ -243,8 +252,13 @@ class CallCache:
             )
             self._db.execute("UPDATE claims SET claimed = ? WHERE owner = ?", (time.time(), self.owner))
 
-    def wait_for(self, keys: set[str], poll_s: float = 0.2, give_up_s: float = 3600.0,
-                 on_found: Callable[[dict[str, Reply]], None] | None = None) -> dict[str, Reply]:  # fmt: skip
+    def wait_for(
+        self,
+        keys: set[str],
+        poll_s: float = 0.2,
+        give_up_s: float = 3600.0,
+        on_found: Callable[[dict[str, Reply]], None] | None = None,
+    ) -> dict[str, Reply]:
         """Replies for keys other callers are calling, as they land in the cache. Returns when every key is
         answered or no longer claimed by a live caller (its call failed, or its owner died): the caller
         claims those again."""

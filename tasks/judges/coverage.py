@@ -7,6 +7,7 @@ import re
 import pandas as pd
 
 from judgeops.config import JudgeConfig
+from judgeops.schemas.artifacts import FAILURE_CAUSES
 from judgeops.tasks.judges.runner import select_subset
 
 
@@ -15,7 +16,6 @@ def transport_failures(verdicts: pd.DataFrame) -> int:
     return int(verdicts["error"].fillna("").str.startswith("transport").sum())
 
 
-FAILURE_CAUSES = ("rate_limited", "server_error", "client_error", "timeout", "connection", "other_error")
 _CONNECTION = (
     "ConnectError",
     "RemoteProtocolError",

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from judgeops.config import JudgeConfig
-from judgeops.tasks.judges.backends import Backend, get_backend
+from judgeops.tasks.judges.backends.base import Backend
+from judgeops.tasks.judges.backends.factory import get_backend
 from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Call, Reply, make_call
 from judgeops.tasks.judges.programmatic import check_response, judge_unit
@@ -334,8 +335,10 @@ def judge_responses(
             ]
             check = judge.model_copy(update={"protocol": "response_check", "rationale": False})
             if judge.backend == "programmatic":
-                judged = {u.unit_id: JudgedUnit(check_response(judge.model, u), 1, None, None, None, None, 1, 0)
-                          for u in units}  # fmt: skip
+                judged = {
+                    u.unit_id: JudgedUnit(check_response(judge.model, u), 1, None, None, None, None, 1, 0)
+                    for u in units
+                }
             else:
                 if cache is None:
                     raise ValueError("LLM judges need a call cache (cache_path)")
@@ -352,3 +355,34 @@ def judge_responses(
         if cache is not None:
             cache.close()
     return pd.DataFrame(rows)
+
+
+def judge_all(
+    tables: dict[str, pd.DataFrame],
+    judges: list[JudgeConfig],
+    run_id: str,
+    batch_size: int = 500,
+    progress: Callable[[str], ProgressFn | None] = lambda what: None,
+    cache_path: str | None = None,
+) -> pd.DataFrame:
+    """The judge stage's `verdicts`: every judge on every displayed variant (`variants`, `pairs`, `items`,
+    optionally `external_pairs`), then on every examinee answer shown alone (`responses`, when given).
+    `progress(what)` gives the progress callback of each part."""
+    verdicts = judge_variants(
+        tables["variants"],
+        tables["pairs"],
+        tables["items"],
+        judges,
+        run_id,
+        batch_size,
+        progress("judge calls"),
+        external_pairs=tables.get("external_pairs"),
+        cache_path=cache_path,
+    )
+    responses = tables.get("responses")
+    if responses is not None and len(responses):
+        on_responses = judge_responses(
+            responses, tables["items"], judges, run_id, cache_path, progress("response checks")
+        )
+        verdicts = pd.concat([verdicts, on_responses], ignore_index=True)
+    return verdicts

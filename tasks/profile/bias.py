@@ -13,8 +13,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-BIAS_COLUMNS = ["judge_id", "examinee", "n", "n_missing", "n_wrong", "n_correct", "fpr", "fnr",
-                "directional_bias", "examinee_accuracy", "self_evaluation"]  # fmt: skip
+BIAS_COLUMNS = [
+    "judge_id",
+    "examinee",
+    "n",
+    "n_missing",
+    "n_wrong",
+    "n_correct",
+    "fpr",
+    "fnr",
+    "directional_bias",
+    "examinee_accuracy",
+    "self_evaluation",
+]
 
 
 def pointwise_bias(
@@ -65,6 +76,14 @@ def leniency(bias: pd.DataFrame, min_examinees: int = 3) -> list[dict]:
         if len(g) < min_examinees or g["fpr"].nunique() < 2 or g["examinee_accuracy"].nunique() < 2:
             continue
         r = float(np.corrcoef(g["fpr"], g["examinee_accuracy"])[0, 1])
-        out.append({"kind": "leniency", "benchmark": "responses", "judge_id": judge, "condition": "fpr~accuracy",
-                    "n": len(g), "estimate": r})  # fmt: skip
+        out.append(
+            {
+                "kind": "leniency",
+                "benchmark": "responses",
+                "judge_id": judge,
+                "condition": "fpr~accuracy",
+                "n": len(g),
+                "estimate": r,
+            }
+        )
     return out

@@ -19,11 +19,22 @@ import pandas as pd
 from scipy.stats import rankdata, spearmanr
 
 from judgeops.schemas.vocabulary import is_panel
+from judgeops.tasks.profile.bias import leniency
 from judgeops.tasks.profile.conditions import CAP
 from judgeops.tasks.profile.profiles import BENCHMARK, HARD_BENCHMARK, HARD_EMPIRICAL, Profile
 
-STATS_COLUMNS = ["kind", "benchmark", "other", "judge_id", "other_judge", "condition", "n", "estimate",
-                 "ci_low", "ci_high"]  # fmt: skip
+STATS_COLUMNS = [
+    "kind",
+    "benchmark",
+    "other",
+    "judge_id",
+    "other_judge",
+    "condition",
+    "n",
+    "estimate",
+    "ci_low",
+    "ci_high",
+]
 
 
 def _row(**kw) -> dict:
@@ -50,8 +61,19 @@ def stress_degradation(profiles: dict[str, Profile], confidence: float) -> list[
             if key in base.draws and not other.draws.empty and key in other.draws:
                 diff = base.draws[key].to_numpy() - other.draws[key].to_numpy()
                 low, high = np.nanquantile(diff, [alpha, 1 - alpha])
-            out.append(_row(kind="stress_degradation", benchmark=stress, other=BENCHMARK, judge_id=row.judge_id,
-                            condition=row.condition, n=int(row.n), estimate=delta, ci_low=low, ci_high=high))  # fmt: skip
+            out.append(
+                _row(
+                    kind="stress_degradation",
+                    benchmark=stress,
+                    other=BENCHMARK,
+                    judge_id=row.judge_id,
+                    condition=row.condition,
+                    n=int(row.n),
+                    estimate=delta,
+                    ci_low=low,
+                    ci_high=high,
+                )
+            )
     return out
 
 
@@ -80,8 +102,16 @@ def rank_stability(profiles: dict[str, Profile], confidence: float, min_judges: 
             if len(both) < min_judges or both.nunique().min() < 2:
                 continue  # a ranking needs three judges and no benchmark on which all of them tie
             rho = spearmanr(both["a"], both["b"]).statistic
-            out.append(_row(kind="rank_stability_benchmarks", benchmark=b1, other=b2, condition=cond,
-                            n=len(both), estimate=float(rho)))  # fmt: skip
+            out.append(
+                _row(
+                    kind="rank_stability_benchmarks",
+                    benchmark=b1,
+                    other=b2,
+                    condition=cond,
+                    n=len(both),
+                    estimate=float(rho),
+                )
+            )
     for name, p in profiles.items():
         if name not in tables or p.draws.empty:
             continue
@@ -97,8 +127,17 @@ def rank_stability(profiles: dict[str, Profile], confidence: float, min_judges: 
             if len(keys1) == len(keys2) == len(pair) and len(judges) >= min_judges:
                 draws = _spearman_rows(p.draws[keys1].to_numpy(), p.draws[keys2].to_numpy())
                 low, high = np.nanquantile(draws, [alpha, 1 - alpha])
-            out.append(_row(kind="rank_stability_conditions", benchmark=name, condition=f"{c1}~{c2}",
-                            n=len(pair), estimate=float(rho), ci_low=low, ci_high=high))  # fmt: skip
+            out.append(
+                _row(
+                    kind="rank_stability_conditions",
+                    benchmark=name,
+                    condition=f"{c1}~{c2}",
+                    n=len(pair),
+                    estimate=float(rho),
+                    ci_low=low,
+                    ci_high=high,
+                )
+            )
     return out
 
 
@@ -115,14 +154,30 @@ def profile_distance(profiles: dict[str, Profile], families: dict[str, str] | No
         if shared.shape[1] == 0:
             continue
         dist = float((shared.loc[j1] - shared.loc[j2]).abs().mean())
-        out.append(_row(kind="profile_distance", benchmark=BENCHMARK, judge_id=j1, other_judge=j2,
-                        condition="C1-C8", n=shared.shape[1], estimate=dist))  # fmt: skip
+        out.append(
+            _row(
+                kind="profile_distance",
+                benchmark=BENCHMARK,
+                judge_id=j1,
+                other_judge=j2,
+                condition="C1-C8",
+                n=shared.shape[1],
+                estimate=dist,
+            )
+        )
         if families and j1 in families and j2 in families:
             by_kind["within_family" if families[j1] == families[j2] else "across_family"].append(dist)
     for kind, values in by_kind.items():
         if values:
-            out.append(_row(kind="family_distance", benchmark=BENCHMARK, condition=kind, n=len(values),
-                            estimate=float(np.mean(values))))  # fmt: skip
+            out.append(
+                _row(
+                    kind="family_distance",
+                    benchmark=BENCHMARK,
+                    condition=kind,
+                    n=len(values),
+                    estimate=float(np.mean(values)),
+                )
+            )
     return out
 
 
@@ -132,8 +187,6 @@ def profile_stats(
     families: dict[str, str] | None = None,
     bias: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    from judgeops.tasks.profile.bias import leniency
-
     rows = stress_degradation(profiles, confidence) + rank_stability(profiles, confidence)
     rows += profile_distance(profiles, families)
     rows += [_row(**r) for r in leniency(bias)] if bias is not None and len(bias) else []

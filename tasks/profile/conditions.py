@@ -138,11 +138,19 @@ for _name, _contrast_args in {
 }.items():
     _c, _f, _s = _contrast_args
     CONDITIONS += [
-        Condition(f"{_name}_consistency", f"same choice, {_f} vs {_s}", "consistency",
-                  partial(consistency, contrast=_c, first=_f, second=_s)),
-        Condition(f"{_name}_stable_wrong", f"consistently wrong, {_f} vs {_s}", "stable-but-wrong",
-                  partial(consistency, contrast=_c, first=_f, second=_s, wrong_only=True)),
-    ]  # fmt: skip
+        Condition(
+            f"{_name}_consistency",
+            f"same choice, {_f} vs {_s}",
+            "consistency",
+            partial(consistency, contrast=_c, first=_f, second=_s),
+        ),
+        Condition(
+            f"{_name}_stable_wrong",
+            f"consistently wrong, {_f} vs {_s}",
+            "stable-but-wrong",
+            partial(consistency, contrast=_c, first=_f, second=_s, wrong_only=True),
+        ),
+    ]
 CONDITION_BY_NAME = {c.name: c for c in CONDITIONS}
 ERROR_TYPE_CONDITIONS = ["C1_factual", "C2_logical", "C3_overclaim", "C4_omission"]
 CONTENT_CONDITIONS = ["overall", *ERROR_TYPE_CONDITIONS]  # where label noise in construction bites

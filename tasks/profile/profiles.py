@@ -154,8 +154,10 @@ def _rogan_gladen(rows: pd.DataFrame, draws: pd.DataFrame, config: ProfileConfig
             point = (row["estimate"] + q0 - 1) / (q0 + q1 - 1)
         low, high = np.nanquantile(corrected, [alpha, 1 - alpha])
         rows.loc[i, ["corrected", "corrected_low", "corrected_high"]] = [
-            float(np.clip(point, 0, 1)), float(np.clip(low, 0, 1)), float(np.clip(high, 0, 1))
-        ]  # fmt: skip
+            float(np.clip(point, 0, 1)),
+            float(np.clip(low, 0, 1)),
+            float(np.clip(high, 0, 1)),
+        ]
         rows.loc[i, "saturated"] = bool(point > 1)
     return rows
 

@@ -54,13 +54,21 @@ def test_threads_sharing_one_cache_file_pay_each_call_once(tmp_path, callers, fi
         t.join()
     assert len(results) == callers and all(len(r) == 40 for r in results)
     assert sum(asked.values()) == 40 and max(asked.values()) == 1
-    figure(f"{callers} threads, one call cache, the same 40 calls", "each call paid once",
-           f"{sum(asked.values())} backend calls for 40 unique keys")  # fmt: skip
+    figure(
+        f"{callers} threads, one call cache, the same 40 calls",
+        "each call paid once",
+        f"{sum(asked.values())} backend calls for 40 unique keys",
+    )
 
 
 def _judgeops(*args: str, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "judgeops.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "judgeops.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 @pytest.mark.slow
@@ -70,8 +78,17 @@ def test_concurrent_cli_runs_on_one_store_and_cache(tmp_path, runs, figure):
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
         config.cache = CacheConfig(path=str(tmp_path / "calls.sqlite"))
-        config.judges = [*config.judges, JudgeConfig(name="http-judge", backend="openai", model="m",
-                                                     base_url=server.url, max_concurrency=2, max_pairs=8)]  # fmt: skip
+        config.judges = [
+            *config.judges,
+            JudgeConfig(
+                name="http-judge",
+                backend="openai",
+                model="m",
+                base_url=server.url,
+                max_concurrency=2,
+                max_pairs=8,
+            ),
+        ]
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         started = time.monotonic()
         procs = [_judgeops("run", "--no-reuse", cwd=tmp_path) for _ in range(runs)]
@@ -96,10 +113,12 @@ def test_concurrent_cli_runs_on_one_store_and_cache(tmp_path, runs, figure):
     finally:
         server.stop()
     duplicates = sum(n - 1 for n in paid.values())
-    figure(f"{runs} concurrent `judgeops run --no-reuse`, one store, one call cache (processes)",
-           "all complete; artifacts verified; duplicate paid calls = 0",
-           f"{runs} of {runs} completed in {wall:.0f} s; {checked} artifacts hash-verified; {sum(paid.values())} "
-           f"calls paid for {len(paid)} unique prompts ({duplicates} duplicates)")  # fmt: skip
+    figure(
+        f"{runs} concurrent `judgeops run --no-reuse`, one store, one call cache (processes)",
+        "all complete; artifacts verified; duplicate paid calls = 0",
+        f"{runs} of {runs} completed in {wall:.0f} s; {checked} artifacts hash-verified; {sum(paid.values())} "
+        f"calls paid for {len(paid)} unique prompts ({duplicates} duplicates)",
+    )
     assert duplicates == 0
 
 
@@ -114,8 +133,17 @@ def test_concurrent_flow_runs_in_threads_on_one_store_and_cache(prefect_server, 
     results, errors = [], []
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
-        config.judges = [*config.judges, JudgeConfig(name="http-judge", backend="openai", model="m",
-                                                     base_url=server.url, max_concurrency=2, max_pairs=8)]  # fmt: skip
+        config.judges = [
+            *config.judges,
+            JudgeConfig(
+                name="http-judge",
+                backend="openai",
+                model="m",
+                base_url=server.url,
+                max_concurrency=2,
+                max_pairs=8,
+            ),
+        ]
 
         def one() -> None:
             try:
@@ -133,7 +161,9 @@ def test_concurrent_flow_runs_in_threads_on_one_store_and_cache(prefect_server, 
         server.stop()
     assert not errors and len(results) == 2 and results[0].run_id != results[1].run_id
     duplicates = sum(n - 1 for n in paid.values())
-    figure("2 concurrent evaluate flow runs in threads of one process, one store, one call cache",
-           "both complete; duplicate paid calls = 0",
-           f"2 of 2 completed; {sum(paid.values())} calls paid for {len(paid)} unique prompts ({duplicates} duplicates)")  # fmt: skip
+    figure(
+        "2 concurrent evaluate flow runs in threads of one process, one store, one call cache",
+        "both complete; duplicate paid calls = 0",
+        f"2 of 2 completed; {sum(paid.values())} calls paid for {len(paid)} unique prompts ({duplicates} duplicates)",
+    )
     assert duplicates == 0

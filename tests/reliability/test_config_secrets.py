@@ -31,8 +31,11 @@ def test_a_key_pasted_into_the_config_is_never_printed(tmp_path, capsys, judge, 
     assert CANARY not in printed.out + printed.err and "judges[0]" in printed.err
     if "api_key:" in judge:
         assert "api_key_env" in str(err.value)  # and says where a key goes instead
-        figure("API key pasted inline in the config", "never printed; the error names the field",
-               f"canary in stdout/stderr: {int(CANARY in printed.out + printed.err)} times")  # fmt: skip
+        figure(
+            "API key pasted inline in the config",
+            "never printed; the error names the field",
+            f"canary in stdout/stderr: {int(CANARY in printed.out + printed.err)} times",
+        )
 
 
 def test_a_yaml_error_on_the_key_s_line_does_not_quote_the_line(tmp_path):

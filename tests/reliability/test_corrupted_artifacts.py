@@ -14,8 +14,14 @@ from tests.conftest import small_config
 
 pytestmark = pytest.mark.slow
 AS_OF = dt.date(2026, 10, 5)  # this module's flow runs only
-STAGES = {"items": "ingest", "pairs": "construct", "variants": "construct", "verdicts": "judge",
-          "consensus": "aggregate", "profiles": "profile"}  # fmt: skip
+STAGES = {
+    "items": "ingest",
+    "pairs": "construct",
+    "variants": "construct",
+    "verdicts": "judge",
+    "consensus": "aggregate",
+    "profiles": "profile",
+}
 
 
 def _corrupt_data(store: ArtifactStore, name: str) -> None:
@@ -66,7 +72,11 @@ def test_a_damaged_artifact_is_named_and_only_its_stage_recomputes(
     recomputed = sorted({STAGES[n] for n, r in reused.items() if not r})
     assert new.read("pairs").num_rows == old.manifest("pairs")["rows"]
     assert "stage construct: not reusing the outputs of run" in caplog.text
-    figure(f"{fault}, then `judgeops run`", "the read names the artifact; the next run recomputes only that stage "
-           "(and what its new outputs change)", f"stages recomputed: {', '.join(recomputed)}; reused: "
-           f"{', '.join(sorted({STAGES[n] for n, r in reused.items() if r}))}")  # fmt: skip
+    figure(
+        f"{fault}, then `judgeops run`",
+        "the read names the artifact; the next run recomputes only that stage "
+        "(and what its new outputs change)",
+        f"stages recomputed: {', '.join(recomputed)}; reused: "
+        f"{', '.join(sorted({STAGES[n] for n, r in reused.items() if r}))}",
+    )
     assert recomputed == ["construct"]  # the same pairs again: judge, aggregate, profile reuse their outputs

@@ -23,9 +23,11 @@ def test_a_non_utf8_byte_in_a_csv_quarantines_that_row_only(tmp_path, figure):
     _csv_rows(path, 5000, {2500: b'"What is caf\xe9 + 1?",3\n'})
     result = ingest_items([FileSource(path=str(path), format="csv")])
     lost = 5000 - len(result.items) - len(result.quarantine)
-    figure("CSV with one non-UTF-8 byte on row 2,500 of 5,000", "rows lost = 0; the bad row quarantined "
-           "with its line and field", f"{len(result.items)} items + {len(result.quarantine)} quarantined, "
-           f"{lost} lost")  # fmt: skip
+    figure(
+        "CSV with one non-UTF-8 byte on row 2,500 of 5,000",
+        "rows lost = 0; the bad row quarantined with its line and field",
+        f"{len(result.items)} items + {len(result.quarantine)} quarantined, {lost} lost",
+    )
     assert len(result.items) == 4999 and len(result.quarantine) == 1 and lost == 0
     row = result.quarantine.iloc[0]
     assert row["quarantine_row"] == 2501 and row["quarantine_rule"] == "ingest:question"  # header: line 1
@@ -125,7 +127,10 @@ def test_a_million_rows_with_one_percent_malformed_lose_nothing(tmp_path, figure
     }
     counts = {k: int(v.sum()) for k, v in by_kind.items()}
     assert counts == made, counts
-    figure("1,000,000-row JSONL source, 1 % malformed (bad JSON, missing field, wrong type, non-UTF-8, "
-           "duplicate id, oversize text)", "rows in = accepted + quarantined; each with file, line, field, reason",
-           f"{accepted:,} accepted + {quarantined:,} quarantined = 1,000,000 in {seconds:.0f} s; by kind "
-           + ", ".join(f"{k} {v:,}" for k, v in counts.items()))  # fmt: skip
+    figure(
+        "1,000,000-row JSONL source, 1 % malformed (bad JSON, missing field, wrong type, non-UTF-8, "
+        "duplicate id, oversize text)",
+        "rows in = accepted + quarantined; each with file, line, field, reason",
+        f"{accepted:,} accepted + {quarantined:,} quarantined = 1,000,000 in {seconds:.0f} s; by kind "
+        + ", ".join(f"{k} {v:,}" for k, v in counts.items()),
+    )

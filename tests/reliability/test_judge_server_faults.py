@@ -13,7 +13,7 @@ from collections import defaultdict
 import pytest
 
 from judgeops.config import BankSource, ConstructionConfig, JudgeConfig
-from judgeops.data_contracts.suites import coverage_problems
+from judgeops.data_contracts.coverage_check import coverage_problems
 from judgeops.tasks.construct import construct
 from judgeops.tasks.ingest import ingest_items
 from judgeops.tasks.judges import coverage, judge_variants
@@ -27,8 +27,16 @@ def built():
 
 
 def _judge(url: str, **kw) -> JudgeConfig:
-    base = {"name": "http", "backend": "openai", "model": "m", "base_url": url, "max_concurrency": 4,
-            "max_retries": 4, "breaker_failures": 10_000, "timeout_s": 5}  # fmt: skip
+    base = {
+        "name": "http",
+        "backend": "openai",
+        "model": "m",
+        "base_url": url,
+        "max_concurrency": 4,
+        "max_retries": 4,
+        "breaker_failures": 10_000,
+        "timeout_s": 5,
+    }
     return JudgeConfig(**{**base, **kw})
 
 
@@ -76,9 +84,12 @@ def test_transient_faults_are_retried_to_completion(built, tmp_path, fault, figu
     assert cov["coverage"] == 1.0 and cov["n_error"] == 0 and len(verdicts) == cov["n_expected"]
     if "429" in fault:
         assert waits and min(waits) >= 0.5 - 0.05  # Retry-After honoured (server clock, 50 ms slack)
-    figure(f"judge server: {fault}", "completes; calls lost = 0; Retry-After honoured",
-           f"{int(cov['n_answered'])} of {int(cov['n_expected'])} answered, {retried} requests retried; "
-           f"0 lost; {elapsed:.1f} s" + (f"; shortest wait after a 429: {min(waits):.2f} s" if waits else ""))  # fmt: skip
+    figure(
+        f"judge server: {fault}",
+        "completes; calls lost = 0; Retry-After honoured",
+        f"{int(cov['n_answered'])} of {int(cov['n_expected'])} answered, {retried} requests retried; "
+        f"0 lost; {elapsed:.1f} s" + (f"; shortest wait after a 429: {min(waits):.2f} s" if waits else ""),
+    )
 
 
 def test_a_server_killed_and_restarted_mid_stage_is_waited_out(built, tmp_path, figure):
@@ -105,18 +116,33 @@ def test_a_server_killed_and_restarted_mid_stage_is_waited_out(built, tmp_path, 
     assert cov["coverage"] == 1.0 and cov["n_error"] == 0
     repeated = len(answered) - len(set(answered))
     assert repeated == 0  # nothing the server answered was asked again
-    figure("judge server killed after 12 answers, back 1 s later (same port)", "completes; calls lost = 0",
-           f"{int(cov['n_answered'])} of {int(cov['n_expected'])} answered; 0 lost; {repeated} answered twice; "
-           f"{elapsed:.1f} s")  # fmt: skip
+    figure(
+        "judge server killed after 12 answers, back 1 s later (same port)",
+        "completes; calls lost = 0",
+        f"{int(cov['n_answered'])} of {int(cov['n_expected'])} answered; 0 lost; {repeated} answered twice; "
+        f"{elapsed:.1f} s",
+    )
 
 
 EXHAUSTED = {
-    "429 every time": (("--rate-limit", "100000", "--retry-after", "0.01"), {"max_retries": 1, "rate_limit_wait_s": 0.05}, "n_rate_limited"),
+    "429 every time": (
+        ("--rate-limit", "100000", "--retry-after", "0.01"),
+        {"max_retries": 1, "rate_limit_wait_s": 0.05},
+        "n_rate_limited",
+    ),
     "503 every time": (("--fail-5xx", "100000"), {"max_retries": 1}, "n_server_error"),
-    "every request stalls past the timeout": (("--stall", "100000", "--stall-s", "2"), {"max_retries": 0, "timeout_s": 0.5}, "n_timeout"),
+    "every request stalls past the timeout": (
+        ("--stall", "100000", "--stall-s", "2"),
+        {"max_retries": 0, "timeout_s": 0.5},
+        "n_timeout",
+    ),
     "every connection dropped mid-body": (("--drop", "100000"), {"max_retries": 0}, "n_connection"),
-    "malformed JSON or an empty choice list": (("--malformed-marker", "It ", "--empty-marker", "The "), {}, "n_unparsable"),
-}  # fmt: skip
+    "malformed JSON or an empty choice list": (
+        ("--malformed-marker", "It ", "--empty-marker", "The "),
+        {},
+        "n_unparsable",
+    ),
+}
 
 
 @pytest.mark.parametrize("fault", list(EXHAUSTED))
@@ -130,6 +156,9 @@ def test_what_cannot_be_answered_is_counted_by_cause(built, tmp_path, fault, fig
     assert cov[column] > 0 and len(verdicts) == cov["n_expected"]
     if column != "n_unparsable":
         assert cov[column] == cov["n_expected"] == cov["n_error"]  # every call, all under its own cause
-    figure(f"judge server: {fault}, retries exhausted", "the coverage artifact counts each failure by cause",
-           f"{column} = {int(cov[column])} of {int(cov['n_expected'])}; answered {int(cov['n_answered'])}; "
-           "0 unaccounted")  # fmt: skip
+    figure(
+        f"judge server: {fault}, retries exhausted",
+        "the coverage artifact counts each failure by cause",
+        f"{column} = {int(cov[column])} of {int(cov['n_expected'])}; answered {int(cov['n_answered'])}; "
+        "0 unaccounted",
+    )

@@ -53,8 +53,14 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
     server = ServerProcess(tmp_path / "requests.jsonl", "--delay", "0.25")
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
-        http = JudgeConfig(name="http-judge", backend="openai", model="test-model", base_url=server.url,
-                           max_concurrency=CONCURRENCY, max_pairs=8)  # fmt: skip
+        http = JudgeConfig(
+            name="http-judge",
+            backend="openai",
+            model="test-model",
+            base_url=server.url,
+            max_concurrency=CONCURRENCY,
+            max_pairs=8,
+        )
         config.judges = [*config.judges, http]
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         run = _judgeops("run", cwd=tmp_path)
@@ -88,16 +94,23 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
         done = [r for r in store.list_runs() if r["status"] == "completed"]
         assert len(done) == 1
         assert store.run_record(killed["run_id"])["swept"]["prefect_state"] == "crashed"  # set by the rerun
-        probe = subprocess.run([sys.executable, "-c", PROBE, killed["prefect"]["flow_run_id"]], capture_output=True,
-                               text=True, timeout=180, env={**os.environ, "PREFECT_LOGGING_LEVEL": "ERROR"})  # fmt: skip
+        probe = subprocess.run(
+            [sys.executable, "-c", PROBE, killed["prefect"]["flow_run_id"]],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ, "PREFECT_LOGGING_LEVEL": "ERROR"},
+        )
         assert json.loads(probe.stdout.strip().splitlines()[-1]) == "CRASHED", (
             probe.stderr
         )  # in Prefect's view too
     finally:
         server.stop()
-    figure("`judgeops run` SIGKILLed in the judge stage (HTTP judge, 2 in flight)",
-           f"marked crashed; temp server stopped; rerun repeats ≤ {IN_FLIGHT_BOUND} calls (one chunk)",
-           f"{paid_before} calls paid before the kill; {repeated} repeated by the rerun; status crashed")  # fmt: skip
+    figure(
+        "`judgeops run` SIGKILLed in the judge stage (HTTP judge, 2 in flight)",
+        f"marked crashed; temp server stopped; rerun repeats ≤ {IN_FLIGHT_BOUND} calls (one chunk)",
+        f"{paid_before} calls paid before the kill; {repeated} repeated by the rerun; status crashed",
+    )
     assert repeated <= IN_FLIGHT_BOUND
 
 
@@ -128,7 +141,9 @@ def test_a_run_killed_while_the_local_model_judges_repeats_only_its_chunk_in_fli
     second = [json.loads(line)["key"] for line in ledger.read_text().splitlines()][len(first) :]
     repeated = len(set(first) & set(second))
     total = len(set(first) | set(second))
-    figure("`judgeops run` SIGKILLed while the local SmolLM2 judge runs (in-process)",
-           f"the rerun completes and repeats ≤ one chunk ({chunk} calls)",
-           f"{len(first)} calls started before the kill, {repeated} started again by the rerun, {total} in all")  # fmt: skip
+    figure(
+        "`judgeops run` SIGKILLed while the local SmolLM2 judge runs (in-process)",
+        f"the rerun completes and repeats ≤ one chunk ({chunk} calls)",
+        f"{len(first)} calls started before the kill, {repeated} started again by the rerun, {total} in all",
+    )
     assert 0 < len(second) and repeated <= chunk and len(set(second)) == len(second)

@@ -75,8 +75,11 @@ def test_a_canary_key_is_used_and_appears_nowhere(prefect_server, tmp_path, monk
     assert not [log.message for log in logs if CANARY in log.message]
     assert not [a.key for a in artifacts if CANARY in f"{a.data} {a.description}"]
     assert not [p for p in params if CANARY in p]
-    figure("API-key canary given by env var and by Prefect Secret block (and, refused, inline: "
-           "test_config_secrets.py)", "never in stdout/stderr, logs, artifacts, cache, report, flow-run parameters",
-           f"sent in {len(entries)} Authorization headers; found in 0 of {len(files)} files (store, cache, "
-           f"report), 0 of {len(logs)} Prefect log lines, 0 of {len(artifacts)} Prefect artifacts, 0 flow-run "
-           "parameters, 0 console lines")  # fmt: skip
+    figure(
+        "API-key canary given by env var and by Prefect Secret block (and, refused, inline: "
+        "test_config_secrets.py)",
+        "never in stdout/stderr, logs, artifacts, cache, report, flow-run parameters",
+        f"sent in {len(entries)} Authorization headers; found in 0 of {len(files)} files (store, cache, "
+        f"report), 0 of {len(logs)} Prefect log lines, 0 of {len(artifacts)} Prefect artifacts, 0 flow-run "
+        "parameters, 0 console lines",
+    )

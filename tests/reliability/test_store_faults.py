@@ -22,8 +22,13 @@ pytestmark = pytest.mark.slow
 
 
 def _judgeops(*args: str, cwd) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "judgeops.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "judgeops.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _readers_see_only_whole_artifacts(root) -> int:
@@ -46,8 +51,17 @@ def test_a_store_that_stops_taking_writes_mid_run(tmp_path, small_disk, fault, f
     try:
         config = small_config(store_url, n_items=24)
         config.cache = CacheConfig(path=str(tmp_path / "calls.sqlite"))  # the cache is not on the small disk
-        config.judges = [*config.judges, JudgeConfig(name="http-judge", backend="openai", model="m",
-                                                     base_url=server.url, max_concurrency=2, max_pairs=8)]  # fmt: skip
+        config.judges = [
+            *config.judges,
+            JudgeConfig(
+                name="http-judge",
+                backend="openai",
+                model="m",
+                base_url=server.url,
+                max_concurrency=2,
+                max_pairs=8,
+            ),
+        ]
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         run = _judgeops("run", cwd=tmp_path)
         while len(server.entries()) < 4:  # the judge stage has started: earlier artifacts are written
@@ -89,8 +103,10 @@ def test_a_store_that_stops_taking_writes_mid_run(tmp_path, small_disk, fault, f
             assert "cannot write 'report' to " in out3 and "Read-only file system" in out3, out3
     finally:
         server.stop()
-    figure(f"store {fault} during `judgeops run` (judge stage)",
-           "one line naming the artifact and path; no partial artifact; rerun completes",
-           f"`{stopped[0].split(': ', 1)[1].replace(str(small_disk), '…')}`; {seen} whole artifacts readable, "
-           "0 partial; "
-           f"first run {first['status']}; rerun exit 0")  # fmt: skip
+    figure(
+        f"store {fault} during `judgeops run` (judge stage)",
+        "one line naming the artifact and path; no partial artifact; rerun completes",
+        f"`{stopped[0].split(': ', 1)[1].replace(str(small_disk), '…')}`; {seen} whole artifacts readable, "
+        "0 partial; "
+        f"first run {first['status']}; rerun exit 0",
+    )

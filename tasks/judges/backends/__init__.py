@@ -1,35 +1,11 @@
-"""Backends answer Requests. Each takes a list of Calls and returns one Reply per call key.
+"""Backends answer Requests. Each takes a list of Calls and returns one Reply per call key (base.py).
 
 `openai` (any OpenAI-compatible chat-completions endpoint) and `local` (a GGUF model run in-process
 with transformers) share this one method; programmatic judges read the units directly and never
-come here (see tasks/judges/programmatic.py).
+come here (see tasks/judges/programmatic.py). `get_backend` (factory.py) picks one from a judge's config.
 """
 
-from __future__ import annotations
+from judgeops.tasks.judges.backends.base import Backend, JudgeBackendError
+from judgeops.tasks.judges.backends.factory import get_backend
 
-from typing import Protocol
-
-from judgeops.config import JudgeConfig
-from judgeops.tasks.judges.calls import Call, Reply
-
-
-class JudgeBackendError(RuntimeError):
-    """The backend cannot go on (circuit open, model missing): the batch stops, finished calls are kept."""
-
-
-class Backend(Protocol):
-    def complete(self, calls: list[Call]) -> dict[str, Reply]: ...
-
-    def close(self) -> None: ...
-
-
-def get_backend(judge: JudgeConfig) -> Backend:
-    if judge.backend == "openai":
-        from judgeops.tasks.judges.backends.openai import OpenAIBackend
-
-        return OpenAIBackend(judge)
-    if judge.backend == "local":
-        from judgeops.tasks.judges.backends.local import LocalBackend
-
-        return LocalBackend(judge)
-    raise ValueError(f"judge {judge.name}: backend {judge.backend!r} takes no requests")
+__all__ = ["Backend", "JudgeBackendError", "get_backend"]

