@@ -17,13 +17,13 @@ Pin the process to two cores (`taskset -c 0,1`) to measure what CI sees.
 from __future__ import annotations
 
 import argparse
-import re
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from benchmarks_md import write_section
 
 from judgeops.tasks.aggregate import get_aggregator
 from judgeops.tasks.aggregate.synthetic import make_panel
@@ -288,16 +288,7 @@ def main() -> None:
     text = "\n".join(out)
     print(text)
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        doc = path.read_text()
-        start, end = "<!-- bench/aggregate.py: start -->", "<!-- bench/aggregate.py: end -->"
-        block = f"{start}\n{text}\n{end}"
-        doc = (
-            re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: block, doc, flags=re.S)
-            if start in doc
-            else doc + "\n" + block + "\n"
-        )
-        path.write_text(doc)
+        write_section("bench/aggregate.py", text)
 
 
 if __name__ == "__main__":

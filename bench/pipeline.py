@@ -1,14 +1,16 @@
 """Wall time of the README's main command, cold (fresh Prefect home, empty store) then warm (rerun).
 
-    python bench/pipeline.py [--items N]
+    python bench/pipeline.py [--items N] [--write]
 
-Runs `judgeops run` twice as subprocesses in a temporary directory and prints a markdown table.
+Runs `judgeops run` twice as subprocesses in a temporary directory and prints markdown tables (with `--write`,
+also into BENCHMARKS.md): the wall times, and the default run's position-averaged accuracy per judge.
 The warm run should reuse every stage; its time is mostly Prefect's ephemeral API start-up.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import re
 import subprocess
@@ -16,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks_md import write_section
 
 from judgeops.schemas.store import ArtifactStore
 
@@ -36,6 +40,7 @@ def timed_run(cwd: Path, env: dict) -> tuple[float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=None, help="bank items (default: the embedded default)")
+    parser.add_argument("--write", action="store_true", help="write the tables into BENCHMARKS.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
@@ -51,13 +56,24 @@ def main() -> None:
         profiles = store.read_pandas("profiles", store.latest_run_id())
     reused = len(re.findall(r"stage \w+: reused", log_warm))
     computed = len(re.findall(r"stage \w+: computing", log_warm))
+    stages = len(re.findall(r"stage \w+: computing", log_cold))
     rows = re.search(r"wrote verdicts \((\d+) rows\)", log_cold)
-    print("| run | wall s | stages reused | stages computed |")
-    print("|---|---|---|---|")
-    print(f"| cold (fresh PREFECT_HOME, empty store) | {cold:.1f} | 0 | 6 |")
-    print(f"| warm (same command again) | {warm:.1f} | {reused} | {computed} |")
-    print(f"\nwarm / cold = {warm / cold:.2f}; verdicts written: {rows.group(1) if rows else '?'}\n")
-    cells = profiles.set_index(["judge_id", "condition"])
+    out = [
+        f"`python bench/pipeline.py{f' --items {args.items}' if args.items else ''}`, measured {dt.date.today()}:",
+        "",
+        "| run | wall s | stages reused | stages computed |",
+        "|---|---|---|---|",
+        f"| cold (fresh PREFECT_HOME, empty store and call cache) | {cold:.1f} | 0 | {stages} |",
+        f"| warm (same command again) | {warm:.1f} | {reused} | {computed} |",
+        "",
+        f"warm / cold = {warm / cold:.2f}; verdicts written: {rows.group(1) if rows else '?'}.",
+        "",
+        "Position-averaged accuracy on the default run (judgerEva; deterministic for the default seeds).",
+        "`panel:*` are the label-free aggregates of the five judges (SmolLM2 votes only on its 8 pairs):",
+        "",
+    ]
+    judgereva = profiles[profiles["benchmark"] == "judgereva"]
+    cells = judgereva.set_index(["judge_id", "condition"])["estimate"]
     conditions = [
         "overall",
         "C1_factual",
@@ -66,18 +82,16 @@ def main() -> None:
         "C4_omission",
         "order_AB",
         "order_BA",
-        "C7_position",
     ]
-    print("| judge | " + " | ".join(conditions) + " |")
-    print("|---" * (len(conditions) + 1) + "|")
-    for judge in (
-        cells.loc[(slice(None), "overall"), "estimate"].sort_values(ascending=False).index.get_level_values(0)
-    ):
-        row = [
-            f"{cells.loc[(judge, c), 'estimate']:.3f}" if (judge, c) in cells.index else "–"
-            for c in conditions
-        ]
-        print(f"| {judge} | " + " | ".join(row) + " |")
+    conditions.append("C7_position")
+    out += ["| judge | " + " | ".join(conditions) + " |", "|---" * (len(conditions) + 1) + "|"]
+    for judge in cells.xs("overall", level="condition").sort_values(ascending=False).index:
+        row = [f"{cells[(judge, c)]:.3f}" if (judge, c) in cells.index else "–" for c in conditions]
+        out.append(f"| {judge} | " + " | ".join(row) + " |")
+    text = "\n".join(out)
+    print(text)
+    if args.write:
+        write_section("bench/pipeline.py", text)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ import datetime as dt
 from prefect import flow, runtime
 from pydantic import BaseModel
 
-from judgeops.config import EvaluateConfig, load_config
+from judgeops.config import EvaluateConfig, config_for_run
+from judgeops.flows.clock import now, run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.aggregate.registry import check_params
@@ -42,17 +43,9 @@ class EvaluateResult(BaseModel):
     report: str
 
 
-def _as_of(as_of: dt.date | None) -> dt.date:
-    """The evaluated date: as given, else the scheduled start of this flow run, else today."""
-    if as_of is not None:
-        return as_of
-    scheduled = runtime.flow_run.scheduled_start_time
-    return scheduled.date() if scheduled else dt.date.today()
-
-
 def _run_name() -> str:
     as_of = runtime.flow_run.parameters.get("as_of")
-    return f"evaluate-{as_of or _as_of(None)}"
+    return f"evaluate-{as_of or run_date()}"
 
 
 @flow(name="evaluate", flow_run_name=_run_name, log_prints=True)
@@ -69,10 +62,9 @@ def evaluate(
     config_file: a judgeops.yaml to load on the worker when `config` is not given.
     reuse: reuse stage outputs whose code, parameters and inputs are unchanged.
     """
-    if config is None:
-        config = load_config(config_file) if config_file else EvaluateConfig()
+    config = config_for_run(config, config_file)
     check_params(config.aggregation.params)
-    as_of, now = _as_of(as_of), dt.datetime.now(dt.UTC)  # the run's one clock: stages are given dates
+    as_of, started = run_date(as_of), now()  # the run's one clock: stages are given these
     store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
     cache = config.cache.path
@@ -88,7 +80,7 @@ def evaluate(
             store, artifacts | latest_calibration(store, as_of), config.aggregation, reuse
         )
         artifacts |= profile_stage(store, artifacts, config.profile, config.judges, reuse)
-        report = report_stage(store, artifacts, config.judges, as_of, now)
+        report = report_stage(store, artifacts, config.judges, as_of, started)
         record["report"] = report_path = store.display_path(report.path)
     print(f"report: {report_path}")
     return EvaluateResult(run_id=store.run_id, as_of=as_of, store_url=config.store.url, report=report_path)

@@ -6,8 +6,8 @@ import datetime as dt
 
 from prefect import flow
 
-from judgeops.config import EvaluateConfig
-from judgeops.flows.evaluate import _as_of
+from judgeops.config import EvaluateConfig, config_for_run
+from judgeops.flows.clock import run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.stages import ingest_stage, ingest_summary_stage
@@ -16,8 +16,8 @@ from judgeops.tasks.stages import ingest_stage, ingest_summary_stage
 @flow(name="ingest", flow_run_name="ingest-{as_of}")
 def ingest(config: EvaluateConfig | None = None, as_of: dt.date | None = None, reuse: bool = True) -> dict:
     """Read the configured sources into `items` (and `external_pairs`, `responses`); return where and how many."""
-    config = config or EvaluateConfig()
-    as_of = _as_of(as_of)
+    config = config_for_run(config, None)
+    as_of = run_date(as_of)
     store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
     with store.recording("ingest", as_of, config, done="ingested"):
         refs = ingest_stage(store, config, as_of, reuse)

@@ -15,7 +15,8 @@ from prefect import flow, runtime
 from prefect.events import emit_event
 from pydantic import BaseModel
 
-from judgeops.config import EvaluateConfig, load_config
+from judgeops.config import EvaluateConfig, config_for_run
+from judgeops.flows.clock import run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.drift.calibrate import drift_events, recalibrate_week, week_units
@@ -69,7 +70,7 @@ def emit_drift_events(events: list[dict]) -> None:
 
 def _week_param() -> str:
     week = runtime.flow_run.parameters.get("week")
-    return f"recalibrate-{week or dt.date.today().isoformat()}"
+    return f"recalibrate-{week or run_date().isoformat()}"
 
 
 @flow(name="recalibrate", flow_run_name=_week_param, log_prints=True)
@@ -85,10 +86,8 @@ def recalibrate(
     from_scratch: start a new chain at this week instead of continuing the previous week's state.
     force: recompute a week that is already calibrated.
     """
-    if config is None:
-        config = load_config(config_file) if config_file else EvaluateConfig()
-    scheduled = runtime.flow_run.scheduled_start_time
-    monday = week_start(week or (scheduled.date() if scheduled else dt.date.today()))
+    config = config_for_run(config, config_file)
+    monday = week_start(run_date(week))
     base = ArtifactStore(config.store.url, observer=PrefectObserver())
     log = logger()
     done = calibration_of(base, monday)

@@ -79,6 +79,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_store_ls(args) -> int:
+    for line in api.sweep(_store_url(args)):  # a run whose process died says so, not "running" forever
+        print(line)
     for title, columns, rows in api.listing(_store_url(args), args.run, args.all):
         _table(title, columns, rows)
     if not args.run and not args.all:

@@ -9,6 +9,7 @@ the key and what was expected, e.g.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -393,6 +394,43 @@ class EvaluateConfig(_Strict):
         if dupes:
             raise ValueError(f"judge names must be unique; repeated: {dupes}")
         return self
+
+
+WORKDIR_ENV = "JUDGEOPS_WORKDIR"  # where a deployment's relative paths resolve (set by `judgeops deploy`)
+
+
+def _absolute(path: str, base: Path) -> str:
+    if "://" in path or Path(path).is_absolute():
+        return path
+    return str(base / path)
+
+
+def resolve_paths(config: EvaluateConfig, base: str | Path | None) -> EvaluateConfig:
+    """A copy whose relative paths (the store, the call cache, every source file or folder) are made absolute
+    against `base` (unchanged when `base` is None): a deployment's worker runs the flows from the project
+    checkout, while the user meant the folder `judgeops deploy` was run in."""
+    if base is None:
+        return config
+    base = Path(base)
+    out = config.model_copy(deep=True)
+    out.store.url = _absolute(out.store.url, base)
+    out.cache.path = _absolute(out.cache.path, base)
+    for source in [*out.sources, *out.pairwise, *out.responses]:
+        for field in ("path", "root"):
+            if isinstance(getattr(source, field, None), str):
+                setattr(source, field, _absolute(getattr(source, field), base))
+    return out
+
+
+def config_for_run(config: EvaluateConfig | None, config_file: str | None) -> EvaluateConfig:
+    """The configuration a flow run uses: as given, else loaded from `config_file`, else the default; relative
+    paths resolved against JUDGEOPS_WORKDIR when a deployment set it."""
+    workdir = os.environ.get(WORKDIR_ENV) or None
+    if config is None:
+        config = load_config(
+            _absolute(config_file, Path(workdir)) if config_file and workdir else config_file
+        )
+    return resolve_paths(config, workdir)
 
 
 class ConfigError(ValueError):

@@ -42,6 +42,7 @@ def _stop(proc: subprocess.Popen) -> None:
 def server_and_worker(tmp_path_factory):
     """`judgeops server` (a real `prefect server start` and a process worker), then `judgeops deploy`."""
     home = tmp_path_factory.mktemp("prefect-home")
+    user = tmp_path_factory.mktemp("user-folder")  # where the user runs `judgeops deploy`, not the checkout
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {
@@ -63,10 +64,10 @@ def server_and_worker(tmp_path_factory):
     try:
         assert wait_for_api(api, server), log.read_text()[-3000:]
         deploy = subprocess.run(
-            [str(BIN / "judgeops"), "deploy"], cwd=ROOT, env=env, capture_output=True, text=True
+            [str(BIN / "judgeops"), "deploy"], cwd=user, env=env, capture_output=True, text=True
         )
         assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
-        yield env, api, log
+        yield env, api, log, user
     finally:
         _stop(server)
 
@@ -75,7 +76,7 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
     from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    env, api, log = server_and_worker
+    env, api, log, user = server_and_worker
     store_url = str(tmp_path / "store")
     with temporary_settings({PREFECT_API_URL: api}):
         from prefect.client.orchestration import get_client
@@ -100,7 +101,7 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
 
 
 def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp_path):
-    env, api, log = server_and_worker
+    env, api, log, user = server_and_worker
     store_url = str(tmp_path / "store")
     config = tmp_path / "judgeops.yaml"
     config.write_text(dump_config(small_config(store_url, n_items=24)))
@@ -165,3 +166,25 @@ def test_weekly_dates():
     ]
     with pytest.raises(ValueError, match="before --start"):
         weekly_dates(dt.date(2026, 11, 9), dt.date(2026, 11, 2))
+
+
+def test_relative_paths_of_a_deployment_resolve_in_the_users_folder(server_and_worker):
+    """The worker runs the flows from the checkout; `./store` still means the folder `judgeops deploy` ran in."""
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env, api, log, user = server_and_worker
+    with temporary_settings({PREFECT_API_URL: api}):
+        run = run_deployment(
+            "evaluate/evaluate-weekly",
+            parameters={
+                "as_of": "2026-11-16",
+                "config": small_config("relative/store", n_items=24).model_dump(),
+            },
+            timeout=400,
+        )
+    assert run.state.is_completed(), log.read_text()[-4000:]
+    (record,) = ArtifactStore(str(user / "relative" / "store")).list_runs()
+    assert record["status"] == "completed"
+    assert record["config"]["cache"]["path"] == str(user / "relative" / "calls.sqlite")
+    assert not (ROOT / "relative").exists()

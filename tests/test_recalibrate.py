@@ -74,7 +74,8 @@ def test_the_flow_chain_refuses_a_gap_and_starts_from_scratch_when_asked(prefect
     # the evaluate flow's WMV uses the latest calibration as of its date
     later = evaluate(config=config, as_of=mondays[2] + dt.timedelta(days=4))
     manifest = ArtifactStore(config.store.url, later.run_id).manifest("consensus")
-    assert manifest["params"]["calibration_run"] == second.run_id
+    calibration = ArtifactStore(config.store.url, second.run_id).ref("calibration")
+    assert manifest["parents"]["calibration"] == calibration.sha256  # a declared input of the stage
     assert (
         'id="chart-calibration"' in open(later.report, encoding="utf-8").read()
     )  # the history, in the report

@@ -12,9 +12,9 @@ Names resolve on first use (PEP 562), so `judgeops aggregate` does not load Pref
 import importlib
 
 _MODULES = {
-    "judgeops.api.runs": "Run evaluate get_run ingest listing load open_store recalibrate report runs",
-    "judgeops.api.votes": "Aggregated InputError aggregate aggregate_file audit_apply audit_lines audit_propose "
-    "parse_params",
+    "judgeops.api.runs": "Run evaluate get_run ingest listing load open_store recalibrate report runs sweep",
+    "judgeops.api.votes": "Aggregated InputError aggregate aggregate_file parse_params",
+    "judgeops.api.audit": "audit_apply audit_lines audit_propose",
     "judgeops.api.operations": "OperationError backfill deploy open_cache prune_cache serve",
     "judgeops.api.drift": "simulate_drift",
     "judgeops.config": "ConfigError EvaluateConfig dump_config load_config",

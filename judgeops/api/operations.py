@@ -15,6 +15,7 @@ import httpx
 from prefect.settings import PREFECT_API_URL
 
 import judgeops.flows
+from judgeops.config import WORKDIR_ENV
 from judgeops.flows.backfill import backfill as backfill_flow
 from judgeops.tasks.judges.cache import CallCache
 
@@ -66,13 +67,15 @@ def ensure_pool() -> None:
         raise OperationError(f"could not create work pool {POOL}: {created.stdout}{created.stderr}")
 
 
-def deploy() -> int:
-    """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL."""
+def deploy(workdir: str | Path | None = None) -> int:
+    """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL. Their runs resolve
+    relative paths of the configuration against `workdir` (default: the current folder), not the checkout."""
     require_api()
     root = project_root()
     ensure_pool()
     cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(root / "deploy" / "prefect.yaml")]
-    return subprocess.call(cmd, cwd=root)
+    env = {**os.environ, WORKDIR_ENV: str(Path(workdir or Path.cwd()).resolve())}
+    return subprocess.call(cmd, cwd=root, env=env)
 
 
 def wait_for_api(api: str, process: subprocess.Popen, timeout_s: float = 180) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgeops.config import EvaluateConfig, JudgeConfig, load_config, sources_from_specs
+from judgeops.flows import clock
 from judgeops.flows.evaluate import evaluate as evaluate_flow
 from judgeops.flows.ingest import ingest as ingest_flow
 from judgeops.flows.observer import PrefectObserver
@@ -134,15 +135,31 @@ def report(run_id: str | None = None, store_url: str | None = None, now: dt.date
     judges = [JudgeConfig(**j) for j in record.get("config", {}).get("judges", [])]
     artifacts = {m["name"]: store.ref(m["name"]) for m in store.list_artifacts() if m.get("kind") == "table"}
     as_of = run.as_of or dt.date.fromisoformat(record["as_of"])
-    ref = write_report(store, artifacts, judges, as_of, now or dt.datetime.now(dt.UTC))
+    ref = write_report(store, artifacts, judges, as_of, now or clock.now())
     return store.display_path(ref.path)
+
+
+def sweep(store_url: str | None = None) -> list[str]:
+    """Mark the runs whose process died as crashed (their temp files removed, the temporary Prefect server
+    they left stopped); one line per run marked now."""
+    lines = []
+    for r in open_store(store_url).sweep_crashed():
+        swept = r["swept"]
+        stopped = (
+            "; stopped the temporary Prefect server it left running"
+            if swept["prefect_server_stopped"]
+            else ""
+        )
+        lines.append(
+            f"run {r['run_id']}: crashed ({r['error']}); removed {swept['temp_files_removed']} temp files{stopped}"
+        )
+    return lines
 
 
 def listing(store_url: str | None = None, run_id: str | None = None, every: bool = False) -> list[tuple]:
     """What `judgeops store ls` shows, as (title, columns, rows) tables: the runs, or a run's artifacts (each
-    run's with `every`). Runs whose process died are marked crashed first."""
+    run's with `every`)."""
     store = open_store(store_url)
-    store.sweep_crashed()
     runs = store.list_runs()
     if run_id is None and not every:
         rows = [

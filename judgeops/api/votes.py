@@ -1,4 +1,4 @@
-"""Aggregating any table of votes without labels, scoring it against truth, and auditing it with a few labels."""
+"""Aggregating any table of votes without labels, and scoring it against truth."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import yaml
 
 from judgeops.schemas.vocabulary import TIE
-from judgeops.tasks.aggregate import audit, scoring
+from judgeops.tasks.aggregate import scoring
 from judgeops.tasks.aggregate.registry import AGGREGATORS, USES_LABELS, get_aggregator
 
 InputError = scoring.InputError
@@ -148,50 +148,3 @@ def _score(estimator, labels, votes, kind, truth, truth_kind, truth_path) -> dic
     if hasattr(estimator, "scores_"):
         return scoring.score_scores(estimator.scores_, truth)
     raise InputError(f"{truth_path}: score truth needs a method with scores (avg, uws, care_*)")
-
-
-def audit_propose(
-    votes_path: str,
-    k: int,
-    method: str = "auto",
-    by: str | None = None,
-    strategy: str = "stratified",
-    seed: int = 0,
-) -> tuple[pd.DataFrame, int]:
-    """The k tasks whose labels would inform the consensus most (and how many tasks there are)."""
-    votes = scoring.read_label_votes(votes_path)
-    return audit.propose(votes, k, method, by, strategy, seed), votes["task"].nunique()
-
-
-def audit_lines(summary: dict) -> list[str]:
-    """`audit_apply`'s summary as a person reads it."""
-    out = [f"{summary['n_labels']} audited labels; head taken: {summary['head']}"]
-    for head, score in summary["audit_accuracy"].items():
-        loo = " (leave-one-out)" if head in audit.HEADS[1:] else ""
-        out.append(f"  {head}: weighted accuracy on the audit {score:.3f}{loo}")
-    if "scored" in summary:
-        out.append(f"accuracy: {summary['scored']['accuracy']:.4f} (audited tasks keep their labels)")
-    return out
-
-
-def audit_apply(
-    votes_path: str,
-    labels_path: str,
-    method: str = "auto",
-    truth_path: str | None = None,
-    allow_partial_truth: bool = False,
-) -> tuple[pd.DataFrame, dict]:
-    """The consensus refitted with the audited labels (the head chosen on the audit): predictions, summary."""
-    votes = scoring.read_label_votes(votes_path)
-    labels, weights = scoring.read_audit_labels(labels_path)
-    result = audit.refit(votes, labels, weights, method)
-    out = result["labels"].rename("label").rename_axis("task").reset_index()
-    summary = {"n_labels": result["n_labels"], "head": result["head"], "audit_accuracy": result["scores"]}
-    if truth_path:
-        tasks = result["labels"].index
-        truth = scoring.check_truth(
-            scoring.read_table(truth_path, "truth"), tasks, truth_path, allow_partial=allow_partial_truth
-        )
-        space = sorted(set(votes["label"].dropna()), key=str)
-        summary["scored"] = scoring.score_labels(result["labels"], truth, space, truth_path)
-    return out, summary

@@ -1,6 +1,6 @@
 """Profile speed: 7 judges × 6,276 judgerEva variants (1,046 pairs × 3 presentations × 2 orders), 2,000 resamples.
 
-    taskset -c 0,1 python bench/profile.py [--pairs 1046] [--judges 7] [--resamples 2000]
+    taskset -c 0,1 python bench/profiling.py [--pairs 1046] [--judges 7] [--resamples 2000]
 
 Times `profile` (judgerEva: every judge × every condition, one joint bootstrap) and `profile_all` (also QC-clean,
 Hard-Constructed and leave-one-out Hard-Empirical benchmarks) and `profile_stats`, on synthetic verdicts with
@@ -114,7 +114,7 @@ def main() -> None:
     t_stats = best_of(lambda: profile_stats(every, 0.95))
     t_base = min(per_cell_baseline(verdicts, variants, pairs, config) for _ in range(3))
     print(
-        f"Command: `taskset -c 0,1 python bench/profile.py --pairs {args.pairs} --judges {args.judges} "
+        f"Command: `taskset -c 0,1 python bench/profiling.py --pairs {args.pairs} --judges {args.judges} "
         f"--resamples {args.resamples}` ({time.strftime('%Y-%m-%d')})\n"
     )
     print(
