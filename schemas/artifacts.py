@@ -43,6 +43,7 @@ def _s(*fields: pa.Field) -> pa.Schema:
 
 _STR = pa.string()
 _F = pa.float64()
+DRIFT_CHANGE = pa.struct([("metric", _STR), ("before", _F), ("after", _F)])
 
 ARTIFACTS: dict[str, ArtifactSchema] = {
     a.name: a
@@ -330,7 +331,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "calibration",
-            2,
+            3,
             _s(
                 pa.field("week", pa.date32(), nullable=False),
                 pa.field("judge_id", _STR, nullable=False),
@@ -347,7 +348,8 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("n", pa.int64()),
                 pa.field("agreement", _F),
                 pa.field("drift", pa.bool_()),
-                pa.field("drift_reason", _STR),
+                # what moved, as data (the report renders it): the agreement, FPR or FNR, before and after
+                pa.field("drift_changes", pa.list_(DRIFT_CHANGE)),
             ),
             ("week", "judge_id", "estimator", "stratum"),
             "a judge's estimated error rates for one week, with the counts the next week starts from "

@@ -217,14 +217,7 @@ class ArtifactStore:
             self.observer.contract_checked(outcome)
             if not outcome.passed and quarantine is not None and len(quarantine):
                 # the rows set aside are often why the contract broke (an unreadable file): keep them, say so
-                self.write(
-                    f"{name}__quarantine",
-                    quarantine,
-                    parents=parents,
-                    params=params,
-                    stage=stage,
-                    check_contract=False,
-                )
+                self._write_quarantine(name, quarantine, parents, params, stage)
                 reason = quarantine["quarantine_reason"].iloc[0] if "quarantine_reason" in quarantine else ""
                 raise ContractViolation(
                     name,
@@ -240,15 +233,14 @@ class ArtifactStore:
                     [q for q in (quarantine, outcome.quarantined) if q is not None], ignore_index=True
                 )
         if quarantine is not None and len(quarantine):
-            self.write(
-                f"{name}__quarantine",
-                quarantine,
-                parents=parents,
-                params=params,
-                stage=stage,
-                check_contract=False,
-            )
+            self._write_quarantine(name, quarantine, parents, params, stage)
         return self._write_table(name, spec, table, parents, params, stage, stage_key)
+
+    def _write_quarantine(self, name, rows, parents, params, stage) -> ArtifactRef:
+        """`<name>__quarantine`: the rows set aside, each with its reason (no contract: they broke it)."""
+        return self.write(
+            f"{name}__quarantine", rows, parents=parents, params=params, stage=stage, check_contract=False
+        )
 
     def _write_table(self, name, spec, table, parents, params, stage, stage_key) -> ArtifactRef:
         buf = io.BytesIO()

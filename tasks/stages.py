@@ -28,7 +28,7 @@ from judgeops.config import (
     ProfileConfig,
     RobustnessConfig,
 )
-from judgeops.schemas.store import ArtifactRef, ArtifactStore
+from judgeops.schemas.store import ArtifactRef, ArtifactStore, StoreError
 from judgeops.tasks.aggregate.panel import aggregate_panel
 from judgeops.tasks.construct import construct, construction_summary
 from judgeops.tasks.ingest import IngestError, expand_paths, inbox_files, summary_table, week_mix
@@ -315,9 +315,14 @@ def calibration_history(store: ArtifactStore, as_of: dt.date) -> pd.DataFrame | 
     """Every week's calibration (all bins pooled) of the store's recalibrate runs up to `as_of`."""
     frames = []
     for r in store.completed_runs("recalibrate", last=as_of.isoformat()):
-        if store.exists("calibration", r["run_id"]):
+        if not store.exists("calibration", r["run_id"]):
+            continue
+        try:
             table = store.read_pandas("calibration", r["run_id"])
-            frames.append(table[table["stratum"] == ""])
+        except StoreError as exc:  # an older schema or a damaged file: the history goes on without it
+            logger().info("report: the calibration of run %s is not readable (%s)", r["run_id"], exc)
+            continue
+        frames.append(table[table["stratum"] == ""])
     if not frames:
         return None
     history = pd.concat(frames, ignore_index=True)

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from judgeops.schemas.vocabulary import consensus_as_verdicts
-from judgeops.tasks.aggregate import aggregate, canonical_votes
+from judgeops.tasks.aggregate import aggregate_panel, canonical_votes
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import MajorityVote, ScoreAverage
 
@@ -147,6 +147,10 @@ DS_REFERENCE = {
         "labels": {"t1": "yes", "t2": "yes", "t3": "no", "t4": "yes", "t5": "no"},
     },
 }
+
+
+def aggregate(verdicts, variants, methods):
+    return aggregate_panel(verdicts, variants, methods)["consensus"]
 
 
 def toy_votes() -> pd.DataFrame:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from judgeops.config import BankSource, ConstructionConfig, GateConfig
 from judgeops.schemas.artifacts import ERROR_TYPES
 from judgeops.tasks.construct import build_variants, construct, subtlety_gate
-from judgeops.tasks.construct.operators import OPERATORS, NotApplicable
+from judgeops.tasks.construct.operators import OPERATORS, NotApplicable, Site
 from judgeops.tasks.construct.presentation import padded, padding_for, polished, sentences
 from judgeops.tasks.ingest import ingest_items
 from tests.conftest import SHARED_DATA
@@ -31,7 +31,7 @@ def built():
 
 
 def plant(kind, seed=0):
-    return OPERATORS[kind](ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(seed))
+    return OPERATORS[kind](Site(ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(seed)))
 
 
 def test_fabrication_changes_the_final_answer_consistently():
@@ -63,7 +63,7 @@ def test_omission_removes_the_condition_sentence():
 def test_an_operator_that_cannot_apply_says_why():
     with pytest.raises(NotApplicable, match="no number"):
         OPERATORS["factual_fabrication"](
-            "The argument is valid. The answer is yes.", "yes", "q", [], np.random.default_rng(0)
+            Site("The argument is valid. The answer is yes.", "yes", "q", [], np.random.default_rng(0))
         )
 
 
@@ -249,19 +249,19 @@ def test_a_multiple_choice_fabrication_claims_a_distractor_consistently():
 
 def test_hard_constructed_edits_are_subtler():
     fabricated = OPERATORS["factual_fabrication"](
-        ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(0), subtle=True
+        Site(ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(0), subtle=True)
     )
     change = abs(int(fabricated.after) - int(fabricated.before))
     assert 0 < change <= max(1, round(0.05 * int(fabricated.before)))  # 2-5% (one unit at least)
     assert ANSWER.index(". ") < fabricated.start < ANSWER.rindex("The answer is")  # a middle step
     widened = OPERATORS["overclaim"](
-        ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(0), subtle=True
+        Site(ANSWER, "480", QUESTION, [CONDITION], np.random.default_rng(0), subtle=True)
     )
     assert (widened.before, widened.after) == ("usually", "almost always")
     caveat = "This assumes normal kidney function; weak kidneys need a lower dose."
     answer = f"The dose is 50 mg. {caveat} The answer is 50 mg."
     dropped = OPERATORS["critical_omission"](
-        answer, "50 mg", "q", [caveat], np.random.default_rng(0), subtle=True
+        Site(answer, "50 mg", "q", [caveat], np.random.default_rng(0), subtle=True)
     )
     assert (
         dropped.before == "; weak kidneys need a lower dose"

@@ -44,6 +44,9 @@ def tables():
                 "n": 40,
                 "alpha": 1.0,
                 "beta": 1.0,
+                "drift_changes": [{"metric": "fpr", "before": 0.1, "after": 0.3}]
+                if (k, j) == (2, "j")
+                else [],
             }
             for k, w in enumerate(weeks)
             for j in "jk"
@@ -90,6 +93,7 @@ def test_every_section_renders_when_its_table_is_present():
         'id="profile-distance"',
         'id="changes"',
         "Against run <code>r1</code>",
+        "fpr 0.100 → 0.300",  # a drift, stored as data, rendered only here
     ]:
         assert needle in html, needle
     bare = render_report(

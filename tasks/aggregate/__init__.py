@@ -2,7 +2,6 @@
 verdicts → one `consensus` row per (variant, method) in the evaluate flow (panel.py)."""
 
 from judgeops.tasks.aggregate.panel import (
-    aggregate,
     aggregate_panel,
     calibrated_rates,
     canonical_votes,
@@ -20,7 +19,6 @@ __all__ = [
     "BINARY_ONLY",
     "USES_LABELS",
     "USES_RUNS",
-    "aggregate",
     "aggregate_panel",
     "calibrated_rates",
     "canonical_votes",

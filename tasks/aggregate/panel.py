@@ -17,21 +17,13 @@ import logging
 import numpy as np
 import pandas as pd
 
+from judgeops.schemas.artifacts import schema_for
 from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE
 from judgeops.tasks.aggregate._base import DEFAULT_CLASSES
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
 from judgeops.tasks.aggregate.registry import AGGREGATORS, BINARY_ONLY, USES_RUNS, get_aggregator
 
-NOTE_COLUMNS = [
-    "method",
-    "agreement_with_mv",
-    "agreement_with_auto",
-    "warning",
-    "choice",
-    "reason",
-    "evidence",
-    "fallbacks",
-]
+NOTE_COLUMNS = schema_for("aggregation_notes").schema.names
 
 log = logging.getLogger(__name__)
 
@@ -100,20 +92,6 @@ def calibrated_rates(
     return {r.judge_id: ((r.fpr + r.fnr) / 2, (r.fpr + r.fnr) / 2) for r in rows.itertuples()}
 
 
-def aggregate(
-    verdicts: pd.DataFrame,
-    variants: pd.DataFrame,
-    methods: list[str],
-    seed: int = 0,
-    params: dict | None = None,
-    calibration: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """One consensus row per variant and method, in the display frame (label "A" = first shown wins).
-
-    With a weekly `calibration` (the latest as of the run's date), WMV weighs the judges by its rates."""
-    return aggregate_panel(verdicts, variants, methods, seed, params, calibration)["consensus"]
-
-
 def aggregate_panel(
     verdicts: pd.DataFrame,
     variants: pd.DataFrame,
@@ -123,8 +101,10 @@ def aggregate_panel(
     calibration: pd.DataFrame | None = None,
     pairs: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """`consensus` (as `aggregate`), `consistency` (perturbation signals per judge, overall and per error type
-    when `pairs` are given) and `aggregation_notes` (auto's choice and each method's label-free check)."""
+    """`consensus` (one row per variant and method, in the display frame: label "A" = the first shown wins;
+    with a weekly `calibration`, WMV weighs the judges by its rates), `consistency` (perturbation signals per
+    judge, overall and per error type when `pairs` are given) and `aggregation_notes` (auto's choice and each
+    method's label-free check)."""
     if calibration is not None and len(calibration) and "wmv" in methods:
         params = {
             **(params or {}),

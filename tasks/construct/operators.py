@@ -30,6 +30,20 @@ class Edit:
         return text[: self.start] + self.after + text[self.end :]
 
 
+@dataclass(frozen=True)
+class Site:
+    """Where an error is planted: answer A, the gold answer, the question, A's necessary conditions, a seeded
+    rng, the options of a multiple-choice item, and whether to plant subtly (the Hard-Constructed branch)."""
+
+    answer: str
+    gold: str
+    question: str
+    conditions: Sequence[str]
+    rng: np.random.Generator
+    choices: Sequence[str] = ()
+    subtle: bool = False
+
+
 class NotApplicable(Exception):
     """This answer offers no clean place for this error type."""
 
@@ -71,23 +85,16 @@ def _nearby_number(value: str, rng: np.random.Generator, low: float = 0.05, high
     return f"{new:.{decimals}f}"
 
 
-def plant_factual_fabrication(
-    answer: str,
-    gold: str,
-    question: str,
-    conditions: Sequence[str],
-    rng,
-    choices: Sequence[str] = (),
-    subtle: bool = False,
-) -> Edit:
+def plant_factual_fabrication(site: Site) -> Edit:
     """Change one number (when it is the final answer, every later mention changes with it), or for
     multiple choice claim a distractor: its letter and its text replace the gold option's, consistently."""
-    if choices and gold in OPTION_LETTERS[: len(choices)]:
-        return _fabricate_option(answer, gold, list(choices), rng)
+    answer, gold, rng = site.answer, site.gold, site.rng
+    if site.choices and gold in OPTION_LETTERS[: len(site.choices)]:
+        return _fabricate_option(answer, gold, list(site.choices), rng)
     numbers = list(NUMBER_RE.finditer(answer))
     if not numbers:
         raise NotApplicable("no number, date or quantity in the answer to fabricate")
-    if subtle:  # one number inside a middle step, 2-5% off, the rest left as it was
+    if site.subtle:  # one number inside a middle step, 2-5% off, the rest left as it was
         closing = closing_claim_start(answer)
         middle = [
             m for m in numbers if m.start() > answer.find(". ") and (closing < 0 or m.start() < closing)
@@ -100,7 +107,7 @@ def plant_factual_fabrication(
             )
     gold_numbers = NUMBER_RE.findall(gold.replace(",", ""))
     final = [m for m in numbers if gold_numbers and m.group(1) == gold_numbers[-1]]
-    question_numbers = set(NUMBER_RE.findall(question))
+    question_numbers = set(NUMBER_RE.findall(site.question))
     facts = [m for m in numbers if m.group(1) not in question_numbers]
     target = final[0] if final else _choose(facts or numbers, rng)
     value = target.group(1)
@@ -154,65 +161,42 @@ def _fabricate_option(answer: str, gold: str, choices: list[str], rng) -> Edit:
     return Edit(start, end, before, after, f"the answer claims option {letter} ({text!r}) instead of {gold}")
 
 
-def plant_logical_reversal(
-    answer: str,
-    gold: str,
-    question: str,
-    conditions: Sequence[str],
-    rng,
-    choices: Sequence[str] = (),
-    subtle: bool = False,
-) -> Edit:
+def plant_logical_reversal(site: Site) -> Edit:
     """Swap one relation for its opposite (more/less, above/below, follows/does not follow, yes/no)."""
     return _swap_one_phrase(
-        answer,
+        site.answer,
         _REVERSAL_RE,
         REVERSALS.__getitem__,
-        rng,
+        site.rng,
         "no relation, inequality or conclusion with a known opposite in the answer",
         "'{before}' was reversed to '{after}'",
-        subtle,
+        site.subtle,
     )
 
 
-def plant_overclaim(
-    answer: str,
-    gold: str,
-    question: str,
-    conditions: Sequence[str],
-    rng,
-    choices: Sequence[str] = (),
-    subtle: bool = False,
-) -> Edit:
+def plant_overclaim(site: Site) -> Edit:
     """Widen a hedged claim: 'usually' → 'always', 'about' → 'exactly', 'can' → 'will'."""
     return _swap_one_phrase(
-        answer,
+        site.answer,
         _OVERCLAIM_RE,
-        lambda hedge: _match_case(hedge, (SUBTLE_OVERCLAIMS if subtle else OVERCLAIMS)[hedge.lower()]),
-        rng,
+        lambda hedge: _match_case(hedge, (SUBTLE_OVERCLAIMS if site.subtle else OVERCLAIMS)[hedge.lower()]),
+        site.rng,
         "no hedge or scoped claim in the answer to widen",
         "the hedge '{before}' was widened to '{after}'",
-        subtle,
+        site.subtle,
     )
 
 
-def plant_critical_omission(
-    answer: str,
-    gold: str,
-    question: str,
-    conditions: Sequence[str],
-    rng,
-    choices: Sequence[str] = (),
-    subtle: bool = False,
-) -> Edit:
+def plant_critical_omission(site: Site) -> Edit:
     """Remove a necessary condition or caveat (a whole sentence), so the answer no longer holds as stated."""
-    candidates = [c for c in conditions if c and c in answer]
+    answer, rng = site.answer, site.rng
+    candidates = [c for c in site.conditions if c and c in answer]
     if not candidates:
         candidates = [s for s in re.split(r"(?<=[.!?])\s+", answer) if _CONDITION_MARKERS.search(s)]
     if not candidates:
         raise NotApplicable("no necessary condition or caveat in the answer to omit")
     sentence = _choose(candidates, rng)
-    clause = re.search(r"(;|, so|, which|, as)\s[^;]*?(?=\.$)", sentence) if subtle else None
+    clause = re.search(r"(;|, so|, which|, as)\s[^;]*?(?=\.$)", sentence) if site.subtle else None
     if clause:  # drop only the caveat clause: "… function; weak kidneys need a lower dose." → "… function."
         start = answer.index(sentence) + clause.start()
         return Edit(
@@ -234,7 +218,7 @@ def plant_critical_omission(
     return Edit(start, end, before, "", f"the necessary condition '{sentence}' was removed")
 
 
-Operator = Callable[..., Edit]
+Operator = Callable[[Site], Edit]
 OPERATORS: dict[str, Operator] = {
     "factual_fabrication": plant_factual_fabrication,
     "logical_reversal": plant_logical_reversal,

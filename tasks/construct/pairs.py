@@ -19,7 +19,7 @@ from judgeops.config import ConstructionConfig, GateConfig
 from judgeops.data_contracts.pair_verifier import verify_pair
 from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS, schema_for
 from judgeops.tasks.construct import llm as llm_module
-from judgeops.tasks.construct.operators import OPERATORS, Edit, NotApplicable, closing_claim_start
+from judgeops.tasks.construct.operators import OPERATORS, Edit, NotApplicable, Site, closing_claim_start
 
 TELLTALE = re.compile(r"\b(wrong|incorrect|error|mistake|actually|not true)\b", re.I)
 GENERATOR = "rules-v1"
@@ -107,7 +107,7 @@ def plant(
     rng = np.random.default_rng(seed)
     choices = [str(c) for c in item["choices"]] if item["choices"] is not None else []
     return OPERATORS[error_type](
-        answer, str(item["gold"]), str(item["question"]), conditions, rng, choices=choices, subtle=subtle
+        Site(answer, str(item["gold"]), str(item["question"]), conditions, rng, choices, subtle)
     )
 
 

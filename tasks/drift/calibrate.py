@@ -24,26 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from judgeops.schemas.artifacts import schema_for
 from judgeops.tasks.aggregate.wmv import error_counts, loo_majority
 
-CALIBRATION_COLUMNS = [
-    "week",
-    "judge_id",
-    "estimator",
-    "stratum",
-    "fp",
-    "tn",
-    "fn",
-    "tp",
-    "fpr",
-    "fnr",
-    "fpr_sd",
-    "fnr_sd",
-    "n",
-    "agreement",
-    "drift",
-    "drift_reason",
-]
+CALIBRATION_COLUMNS = schema_for("calibration").schema.names
 
 
 @dataclass(frozen=True)
@@ -156,7 +140,7 @@ def recalibrate_week(
                     "n": n,
                     "agreement": (extra or {}).get(judge, np.nan),
                     "drift": False,
-                    "drift_reason": "",
+                    "drift_changes": [],
                 }
             )
 
@@ -215,8 +199,9 @@ def flag_drift(table, week_proxy, judges, previous, z, agreement_drop) -> pd.Dat
     for judge, found in reasons.items():
         if found:
             row = mine & (table["judge_id"] == judge)
+            changes = [{"metric": m, "before": a, "after": b} for m, a, b in found]
             table.loc[row, "drift"] = True
-            table.loc[row, "drift_reason"] = "; ".join(f"{m} {a:.3f} → {b:.3f}" for m, a, b in found)
+            table.loc[row, "drift_changes"] = pd.Series([changes] * int(row.sum()), index=table.index[row])
     return table
 
 
@@ -224,16 +209,6 @@ def drift_events(table: pd.DataFrame) -> list[dict]:
     """One event payload per drifting judge and metric (judge, metric, before, after, week)."""
     out = []
     for row in table[table["drift"]].itertuples():
-        for part in row.drift_reason.split("; "):
-            metric, rest = part.split(" ", 1)
-            before, after = (float(v) for v in rest.split(" → "))
-            out.append(
-                {
-                    "judge": row.judge_id,
-                    "metric": metric,
-                    "before": before,
-                    "after": after,
-                    "week": str(row.week),
-                }
-            )
+        for change in row.drift_changes:
+            out.append({"judge": row.judge_id, **change, "week": str(row.week)})
     return out

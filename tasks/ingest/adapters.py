@@ -17,7 +17,7 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -287,16 +287,27 @@ def _required_fields(record: dict, fields: tuple[str, ...], path: Path, line: in
     return next((v for v in values if isinstance(v, Reject)), values)
 
 
+def records_with(
+    records: Iterable[tuple[int, dict | Reject]],
+    fields: tuple[str, ...],
+    path: Path,
+    check: Callable[[int, dict], Reject | None] = lambda line, rec: None,
+) -> Iterator[tuple[int, dict, list] | Reject]:
+    """(line, record, the values of `fields`) for each record that passes `check` (run first) and has every
+    field, non-empty; the Reject naming the line and field for any other (and each unreadable record's own)."""
+    for line, rec in records:
+        values = (
+            rec if isinstance(rec, Reject) else check(line, rec) or _required_fields(rec, fields, path, line)
+        )
+        yield values if isinstance(values, Reject) else (line, rec, values)
+
+
 def read_gsm8k(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
-    for line, rec in iter_json_records(path):
-        if isinstance(rec, Reject):
-            yield rec
+    for got in records_with(iter_json_records(path), ("question", "answer"), path):
+        if isinstance(got, Reject):
+            yield got
             continue
-        fields = _required_fields(rec, ("question", "answer"), path, line)
-        if isinstance(fields, Reject):
-            yield fields
-            continue
-        question, answer = fields
+        line, rec, (question, answer) = got
         worked, sep, final = str(answer).rpartition("####")
         if not sep or not final.strip():
             yield Reject(str(path), line, "answer", "no final answer after '####'")
@@ -349,15 +360,11 @@ def read_mmlu(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
 
 
 def read_truthfulqa(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
-    for line, rec in iter_csv_records(path, header=True):
-        if isinstance(rec, Reject):
-            yield rec
+    for got in records_with(iter_csv_records(path, header=True), ("Question", "Best Answer"), path):
+        if isinstance(got, Reject):
+            yield got
             continue
-        fields = _required_fields(rec, ("Question", "Best Answer"), path, line)
-        if isinstance(fields, Reject):
-            yield fields
-            continue
-        question, best = fields
+        line, rec, (question, best) = got
         best = normalize_text(best)
         yield item_row(
             "truthfulqa",
@@ -372,15 +379,11 @@ def read_truthfulqa(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
 
 
 def read_medqa(path: Path, src: FileSource) -> Iterator[ItemRow | Reject]:
-    for line, rec in iter_json_records(path):
-        if isinstance(rec, Reject):
-            yield rec
+    for got in records_with(iter_json_records(path), ("question", "options", "answer_idx"), path):
+        if isinstance(got, Reject):
+            yield got
             continue
-        fields = _required_fields(rec, ("question", "options", "answer_idx"), path, line)
-        if isinstance(fields, Reject):
-            yield fields
-            continue
-        question, options, idx = fields
+        line, rec, (question, options, idx) = got
         if not isinstance(options, dict) or not options:
             yield Reject(str(path), line, "options", "expected an object of lettered options")
             continue

@@ -17,10 +17,10 @@ from judgeops.schemas.artifacts import schema_for
 from judgeops.tasks.ingest.adapters import (
     IngestError,
     Reject,
-    _required_fields,
     expand_paths,
     iter_json_records,
     normalize_text,
+    records_with,
 )
 
 LICENSES = {"llmbar": "MIT", "judgebench": "MIT", "hh_rlhf": "MIT"}
@@ -51,33 +51,43 @@ def read_llmbar(path: Path) -> Iterator[dict | Reject]:
         raise IngestError(f"{path}: not a readable JSON list ({exc})") from None
     if not isinstance(records, list):
         raise IngestError(f"{path}: expected a JSON list of pairs, got {type(records).__name__}")
-    for index, rec in enumerate(records, start=1):
+
+    def labelled(index: int, rec: dict) -> Reject | None:
         label = str(rec.get("label")) if isinstance(rec, dict) else None
-        if label not in ("1", "2"):
-            yield Reject(str(path), index, "label", f"expected 1 or 2, got {label!r} (record {index})")
+        return (
+            None
+            if label in ("1", "2")
+            else Reject(str(path), index, "label", f"expected 1 or 2, got {label!r} (record {index})")
+        )
+
+    for got in records_with(enumerate(records, start=1), ("input", "output_1", "output_2"), path, labelled):
+        if isinstance(got, Reject):
+            yield got
             continue
-        fields = _required_fields(rec, ("input", "output_1", "output_2"), path, index)
-        if isinstance(fields, Reject):
-            yield fields
-            continue
-        yield _row("llmbar", path, index, *fields, label)
+        index, rec, fields = got
+        yield _row("llmbar", path, index, *fields, str(rec["label"]))
 
 
 def read_judgebench(path: Path) -> Iterator[dict | Reject]:
     """jsonl of {question, response_A, response_B, label "A>B" | "B>A"}; its `source` (mmlu-pro-biology,
     livebench-reasoning, …) is kept as the subset that CAP's C1/C2 proxies read."""
-    for line, rec in iter_json_records(path):
-        if isinstance(rec, Reject):
-            yield rec
-            continue
+
+    def labelled(line: int, rec: dict) -> Reject | None:
         label = rec.get("label")
-        if label not in ("A>B", "B>A"):
-            yield Reject(str(path), line, "label", f"expected 'A>B' or 'B>A', got {label!r}")
+        return (
+            None
+            if label in ("A>B", "B>A")
+            else Reject(str(path), line, "label", f"expected 'A>B' or 'B>A', got {label!r}")
+        )
+
+    for got in records_with(
+        iter_json_records(path), ("question", "response_A", "response_B"), path, labelled
+    ):
+        if isinstance(got, Reject):
+            yield got
             continue
-        fields = _required_fields(rec, ("question", "response_A", "response_B"), path, line)
-        if isinstance(fields, Reject):
-            yield fields
-            continue
+        line, rec, fields = got
+        label = rec["label"]
         subset = rec.get("source") or rec.get("category")  # JudgeBench: mmlu-pro-*, livebench-reasoning, …
         yield _row("judgebench", path, line, *fields, "1" if label == "A>B" else "2", subset and str(subset))
 

@@ -13,19 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-BIAS_COLUMNS = [
-    "judge_id",
-    "examinee",
-    "n",
-    "n_missing",
-    "n_wrong",
-    "n_correct",
-    "fpr",
-    "fnr",
-    "directional_bias",
-    "examinee_accuracy",
-    "self_evaluation",
-]
+from judgeops.schemas.artifacts import schema_for
+
+BIAS_COLUMNS = schema_for("pointwise_bias").schema.names
 
 
 def pointwise_bias(

@@ -18,23 +18,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata, spearmanr
 
+from judgeops.schemas.artifacts import schema_for
 from judgeops.schemas.vocabulary import is_panel
 from judgeops.tasks.profile.bias import leniency
 from judgeops.tasks.profile.conditions import CAP
 from judgeops.tasks.profile.profiles import BENCHMARK, HARD_BENCHMARK, HARD_EMPIRICAL, Profile
 
-STATS_COLUMNS = [
-    "kind",
-    "benchmark",
-    "other",
-    "judge_id",
-    "other_judge",
-    "condition",
-    "n",
-    "estimate",
-    "ci_low",
-    "ci_high",
-]
+STATS_COLUMNS = schema_for("profile_stats").schema.names
 
 
 def _row(**kw) -> dict:

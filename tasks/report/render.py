@@ -22,6 +22,7 @@ from judgeops.tasks.report.charts import (
 )
 from judgeops.tasks.report.tables import (
     auto_choice,
+    calibration_table,
     condition_table,
     consistency_table,
     external_table,
@@ -105,11 +106,7 @@ def render_report(
         previous_run=previous[0] if previous is not None else None,
         changes_table=changes.to_html(index=False, classes="grid") if len(changes) else None,
         calibration_chart=calibration_chart(calibration) if has_calibration else None,
-        calibration_table=calibration.sort_values(["week", "judge_id", "estimator"]).to_html(
-            index=False, classes="grid", float_format="%.3f"
-        )
-        if has_calibration
-        else None,
+        calibration_table=calibration_table(calibration) if has_calibration else None,
         consistency_table=consistency_table(tables.get("consistency"), judges_only),
         injection_table=injection_table(tables.get("robustness")),
         auto=auto_choice(tables.get("aggregation_notes")),

@@ -181,3 +181,17 @@ def injection_table(robustness: pd.DataFrame | None) -> str | None:
         ]
     ]
     return table.to_html(index=False, classes="grid", float_format="%.3f")
+
+
+def calibration_table(calibration: pd.DataFrame) -> str:
+    """Every week's rates per judge and estimator; a drifting judge's changes read "fpr 0.120 → 0.310"."""
+    table = calibration.sort_values(["week", "judge_id", "estimator"]).copy()
+    if "drift_changes" in table:
+        table["drift_changes"] = table["drift_changes"].map(
+            lambda changes: (
+                "; ".join(f"{c['metric']} {c['before']:.3f} → {c['after']:.3f}" for c in changes)
+                if changes is not None
+                else ""
+            )
+        )
+    return table.to_html(index=False, classes="grid", float_format="%.3f")

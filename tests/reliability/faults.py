@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+from judgeops.config import EvaluateConfig, JudgeConfig
+
 
 def fill(disk, leave_bytes: int = 0) -> None:
     """Fill the filesystem at `disk` but `leave_bytes` (a file named filler)."""
@@ -19,3 +25,25 @@ def fill(disk, leave_bytes: int = 0) -> None:
                 left -= n
         except OSError:
             pass
+
+
+def judgeops_process(*args: str, cwd, quiet: bool = False) -> subprocess.Popen:
+    """`python -m judgeops.cli ARGS` as its own process (it can be killed, or run beside another), output
+    merged; `quiet`: Prefect's log at WARNING."""
+    env = {**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"} if quiet else None
+    return subprocess.Popen(
+        [sys.executable, "-m", "judgeops.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+
+
+def with_http_judge(config: EvaluateConfig, url: str, **judge) -> EvaluateConfig:
+    """The config with one more judge: an OpenAI-protocol server at `url` (tests/openai_server.py), on a fixed
+    sample of 8 pairs, two calls at a time unless `judge` says otherwise."""
+    spec = {"name": "http-judge", "backend": "openai", "model": "m", "base_url": url, "max_concurrency": 2}
+    config.judges = [*config.judges, JudgeConfig(**{**spec, "max_pairs": 8, **judge})]
+    return config

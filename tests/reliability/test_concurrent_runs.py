@@ -3,12 +3,9 @@ paid once — one run calls, the others wait on the cache."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +16,7 @@ from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Call, Reply
 from tests.conftest import small_config
 from tests.openai_server import ServerProcess
+from tests.reliability.faults import judgeops_process, with_http_judge
 
 
 class SlowBackend:
@@ -61,16 +59,6 @@ def test_threads_sharing_one_cache_file_pay_each_call_once(tmp_path, callers, fi
     )
 
 
-def _judgeops(*args: str, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "judgeops.cli", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("runs", [2, 4])
 def test_concurrent_cli_runs_on_one_store_and_cache(tmp_path, runs, figure):
@@ -78,20 +66,10 @@ def test_concurrent_cli_runs_on_one_store_and_cache(tmp_path, runs, figure):
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
         config.cache = CacheConfig(path=str(tmp_path / "calls.sqlite"))
-        config.judges = [
-            *config.judges,
-            JudgeConfig(
-                name="http-judge",
-                backend="openai",
-                model="m",
-                base_url=server.url,
-                max_concurrency=2,
-                max_pairs=8,
-            ),
-        ]
+        with_http_judge(config, server.url)
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         started = time.monotonic()
-        procs = [_judgeops("run", "--no-reuse", cwd=tmp_path) for _ in range(runs)]
+        procs = [judgeops_process("run", "--no-reuse", cwd=tmp_path) for _ in range(runs)]
         outs = [p.communicate(timeout=900)[0] for p in procs]
         wall = time.monotonic() - started
         assert [p.returncode for p in procs] == [0] * runs, outs[-1][-3000:]
@@ -133,17 +111,7 @@ def test_concurrent_flow_runs_in_threads_on_one_store_and_cache(prefect_server, 
     results, errors = [], []
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
-        config.judges = [
-            *config.judges,
-            JudgeConfig(
-                name="http-judge",
-                backend="openai",
-                model="m",
-                base_url=server.url,
-                max_concurrency=2,
-                max_pairs=8,
-            ),
-        ]
+        with_http_judge(config, server.url)
 
         def one() -> None:
             try:

@@ -16,10 +16,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from judgeops.config import JudgeConfig, dump_config
+from judgeops.config import dump_config
 from judgeops.schemas.store import ArtifactStore
 from tests.conftest import small_config
 from tests.openai_server import ServerProcess
+from tests.reliability.faults import judgeops_process, with_http_judge
 
 pytestmark = pytest.mark.slow
 CONCURRENCY = 2
@@ -29,17 +30,6 @@ from prefect.client.orchestration import get_client
 with get_client(sync_client=True) as c:
     print(json.dumps(c.read_flow_run(sys.argv[1]).state.type.value))
 """  # the killed run's flow run, read from the Prefect database the CLI runs share (PREFECT_HOME)
-
-
-def _judgeops(*args: str, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "judgeops.cli", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"},
-    )
 
 
 def _prefect_servers(pid: int) -> list[psutil.Process]:
@@ -53,17 +43,9 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
     server = ServerProcess(tmp_path / "requests.jsonl", "--delay", "0.25")
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
-        http = JudgeConfig(
-            name="http-judge",
-            backend="openai",
-            model="test-model",
-            base_url=server.url,
-            max_concurrency=CONCURRENCY,
-            max_pairs=8,
-        )
-        config.judges = [*config.judges, http]
+        with_http_judge(config, server.url, model="test-model", max_concurrency=CONCURRENCY)
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
-        run = _judgeops("run", cwd=tmp_path)
+        run = judgeops_process("run", cwd=tmp_path, quiet=True)
         deadline = time.monotonic() + 240
         while len(server.entries()) < 12:  # well inside the judge stage
             assert run.poll() is None, run.stdout.read()
@@ -77,7 +59,7 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
         (killed,) = store.list_runs()
         assert killed["status"] == "running" and orphans  # what a crash leaves: a record and a server
 
-        ls = _judgeops("store", "ls", cwd=tmp_path)
+        ls = judgeops_process("store", "ls", cwd=tmp_path, quiet=True)
         out = ls.communicate(timeout=120)[0]
         assert ls.returncode == 0, out
         record = store.run_record(killed["run_id"])
@@ -86,7 +68,7 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
         assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in orphans)
         assert not list((tmp_path / "store").rglob("*.tmp-*"))
 
-        rerun = _judgeops("run", cwd=tmp_path)
+        rerun = judgeops_process("run", cwd=tmp_path, quiet=True)
         out = rerun.communicate(timeout=600)[0]
         assert rerun.returncode == 0, out
         prompts = Counter(e["sha256"] for e in server.entries() if e["status"] == 200)
@@ -124,7 +106,7 @@ def test_a_run_killed_while_the_local_model_judges_repeats_only_its_chunk_in_fli
     (tmp_path / "judgeops.yaml").write_text(dump_config(config))
     ledger = Path(config.cache.path + ".ledger.jsonl")
     chunk = max(8, 4 * next(j for j in config.judges if j.backend == "local").max_concurrency)
-    run = _judgeops("run", cwd=tmp_path)
+    run = judgeops_process("run", cwd=tmp_path, quiet=True)
     deadline = time.monotonic() + 300
     while (
         not ledger.exists() or len(ledger.read_text().splitlines()) <= chunk
@@ -135,7 +117,7 @@ def test_a_run_killed_while_the_local_model_judges_repeats_only_its_chunk_in_fli
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
     first = [json.loads(line)["key"] for line in ledger.read_text().splitlines()]
-    rerun = _judgeops("run", cwd=tmp_path)
+    rerun = judgeops_process("run", cwd=tmp_path, quiet=True)
     out = rerun.communicate(timeout=600)[0]
     assert rerun.returncode == 0, out
     second = [json.loads(line)["key"] for line in ledger.read_text().splitlines()][len(first) :]

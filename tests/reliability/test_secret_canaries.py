@@ -9,10 +9,10 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName, LogFilter, LogFilterFlowRunId
 
-from judgeops.config import JudgeConfig
 from judgeops.flows.evaluate import evaluate
 from tests.conftest import small_config
 from tests.openai_server import ServerProcess
+from tests.reliability.faults import with_http_judge
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +28,10 @@ def test_a_canary_key_is_used_and_appears_nowhere(prefect_server, tmp_path, monk
     server = ServerProcess(tmp_path / "requests.jsonl")
     try:
         config = small_config(str(tmp_path / "store"), n_items=24)
-        http = JudgeConfig(
-            name="http-judge",
-            backend="openai",
-            model="test-model",
-            base_url=server.url,
-            api_key_env="JUDGEOPS_CANARY_KEY",
-            max_pairs=3,
+        with_http_judge(
+            config, server.url, model="test-model", api_key_env="JUDGEOPS_CANARY_KEY", max_pairs=3
         )
+        http = config.judges.pop()  # added back below, beside its twin that takes the key from a Secret block
         from_block = http.model_copy(
             update={
                 "name": "http-judge-secret",

@@ -7,28 +7,17 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 import time
 
 import pytest
 
-from judgeops.config import CacheConfig, JudgeConfig, dump_config
+from judgeops.config import CacheConfig, dump_config
 from judgeops.schemas.store import ArtifactStore
 from tests.conftest import small_config
 from tests.openai_server import ServerProcess
-from tests.reliability.faults import fill
+from tests.reliability.faults import fill, judgeops_process, with_http_judge
 
 pytestmark = pytest.mark.slow
-
-
-def _judgeops(*args: str, cwd) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "judgeops.cli", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
 
 
 def _readers_see_only_whole_artifacts(root) -> int:
@@ -51,19 +40,9 @@ def test_a_store_that_stops_taking_writes_mid_run(tmp_path, small_disk, fault, f
     try:
         config = small_config(store_url, n_items=24)
         config.cache = CacheConfig(path=str(tmp_path / "calls.sqlite"))  # the cache is not on the small disk
-        config.judges = [
-            *config.judges,
-            JudgeConfig(
-                name="http-judge",
-                backend="openai",
-                model="m",
-                base_url=server.url,
-                max_concurrency=2,
-                max_pairs=8,
-            ),
-        ]
+        with_http_judge(config, server.url)
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
-        run = _judgeops("run", cwd=tmp_path)
+        run = judgeops_process("run", cwd=tmp_path)
         while len(server.entries()) < 4:  # the judge stage has started: earlier artifacts are written
             assert run.poll() is None, run.stdout.read()
             time.sleep(0.1)
@@ -86,17 +65,17 @@ def test_a_store_that_stops_taking_writes_mid_run(tmp_path, small_disk, fault, f
         else:
             subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
         store = ArtifactStore(store_url)
-        ls = _judgeops("store", "ls", cwd=tmp_path)
+        ls = judgeops_process("store", "ls", cwd=tmp_path)
         ls.communicate(timeout=120)
         (first,) = store.list_runs()
         assert first["status"] in ("failed", "crashed"), first["status"]  # never "running" forever
-        rerun = _judgeops("run", cwd=tmp_path)
+        rerun = judgeops_process("run", cwd=tmp_path)
         out2 = rerun.communicate(timeout=600)[0]
         assert rerun.returncode == 0, out2
         _readers_see_only_whole_artifacts(small_disk / "store")
         if fault == "read-only":  # `judgeops report` writes too: the same one line, no traceback
             subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-            report = _judgeops("report", cwd=tmp_path)
+            report = judgeops_process("report", cwd=tmp_path)
             out3 = report.communicate(timeout=300)[0]
             subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
             assert report.returncode == 1 and "Traceback" not in out3, out3
