@@ -32,6 +32,7 @@ from judgeops.tasks.judges.programmatic import check_response, judge_unit
 from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
 
 ProgressFn = Callable[[int, int, int, int], None]  # (calls done, calls total, errors so far, cache hits)
+RESPONSE = "response:"  # the unit id prefix of an examinee answer judged alone
 
 
 def call_id(judge: JudgeConfig, unit_id: str) -> str:
@@ -206,7 +207,7 @@ def run_judge(
 
 def _row(judge: JudgeConfig, asked: JudgeConfig, run_id: str, j: JudgedUnit, variant_id, response_id) -> dict:
     """One `verdicts` row: `asked` is the judge as called (its protocol keys the call)."""
-    unit_id = variant_id if variant_id is not None else f"response:{response_id}"
+    unit_id = variant_id if variant_id is not None else f"{RESPONSE}{response_id}"
     return {
         "call_id": call_id(asked, unit_id),
         "run_id": run_id,
@@ -229,6 +230,68 @@ def _row(judge: JudgeConfig, asked: JudgeConfig, run_id: str, j: JudgedUnit, var
     }
 
 
+def _judge_programmatic(asked: JudgeConfig, unit: Unit) -> JudgedUnit:
+    t0 = time.perf_counter()
+    if asked.protocol == "response_check":
+        decision = check_response(asked.model, unit)
+    else:
+        decision = judge_unit(asked.model, asked.protocol, unit)
+    return JudgedUnit(decision, 1, None, None, (time.perf_counter() - t0) * 1000, None, 1, 0)
+
+
+def _judge_units(
+    plan: list[tuple[JudgeConfig, JudgeConfig, list[Unit]]],
+    run_id: str,
+    batch_size: int,
+    progress: ProgressFn | None,
+    cache_path: str | None,
+) -> list[dict]:
+    """The one judging skeleton: each (judge, the judge as asked, its units) in turn, programmatic judges
+    directly in batches, LLM judges through the call cache in small chunks; one `verdicts` row per unit. A
+    call that fails gets a row with the error, never no row."""
+    total = sum(len(units) for _, _, units in plan)
+    rows: list[dict] = []
+    done = errors = hits = 0
+    report = progress or (lambda *_: None)
+    cache = (
+        CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j, _, _ in plan) else None
+    )
+    try:
+        for judge, asked, units in plan:
+            if judge.backend == "programmatic":
+                judged = {}
+                for start in range(0, len(units), batch_size):
+                    batch = units[start : start + batch_size]
+                    judged |= {unit.unit_id: _judge_programmatic(asked, unit) for unit in batch}
+                    done += len(batch)
+                    report(done, total, errors, hits)
+            else:
+                if cache is None:
+                    raise ValueError("LLM judges need a call cache (cache_path)")
+                base, n = (done, errors, hits), len(units)
+
+                def tick(answered: int, cached: int, failed: int, base=base, n=n) -> None:
+                    report(base[0] + min(n, answered + cached), total, base[1] + failed, base[2] + cached)
+
+                chunk = min(batch_size, max(8, 4 * judge.max_concurrency))  # LLM calls are slow: small chunks
+                judged = run_judge(asked, units, cache, chunk_size=chunk, progress=tick)
+                done += n
+                hits += sum(j.cache_hits for j in judged.values())
+            errors += sum(j.decision.verdict is None for j in judged.values())
+            if judge.backend != "programmatic":
+                report(done, total, errors, hits)
+            rows += [_row(judge, asked, run_id, judged[u.unit_id], *_row_ids(u.unit_id)) for u in units]
+    finally:
+        if cache is not None:
+            cache.close()
+    return rows
+
+
+def _row_ids(unit_id: str) -> tuple[str | None, str | None]:
+    """(variant_id, response_id) of a unit: an examinee answer's unit id is `response:<id>`."""
+    return (None, unit_id.removeprefix(RESPONSE)) if unit_id.startswith(RESPONSE) else (unit_id, None)
+
+
 def judge_variants(
     variants: pd.DataFrame,
     pairs: pd.DataFrame,
@@ -240,59 +303,21 @@ def judge_variants(
     external_pairs: pd.DataFrame | None = None,
     cache_path: str | None = None,
 ) -> pd.DataFrame:
-    """Every judge on every variant (or on its `max_pairs` subset). A call that fails gets a row with the
-    error, never no row."""
+    """Every judge on every variant (or on its `max_pairs` subset)."""
     context = pairs[["pair_id", "item_id"]].merge(items[["item_id", "question", "gold"]], on="item_id")
     context = context[["pair_id", "question", "gold"]]
     if external_pairs is not None and len(external_pairs):  # published pairs: a question, no reference answer
         published = external_pairs[["pair_id", "question"]].assign(gold="")
         context = pd.concat([context, published], ignore_index=True)
     context = context.set_index("pair_id")
-    plan = [(judge, select_subset(variants, judge.max_pairs, judge.name, pairs)) for judge in judges]
-    total = sum(len(v) for _, v in plan)
-    rows: list[dict] = []
-    done = errors = hits = 0
-    cache = CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j in judges) else None
-    try:
-        for judge, subset in plan:
-            units = units_for(
-                subset, subset["pair_id"].map(context["question"]), subset["pair_id"].map(context["gold"])
-            )
-            if judge.backend == "programmatic":
-                judged = {}
-                for start in range(0, len(units), batch_size):
-                    batch = units[start : start + batch_size]
-                    for unit in batch:
-                        t0 = time.perf_counter()
-                        decision = judge_unit(judge.model, judge.protocol, unit)
-                        ms = (time.perf_counter() - t0) * 1000
-                        judged[unit.unit_id] = JudgedUnit(decision, 1, None, None, ms, None, 1, 0)
-                    done += len(batch)
-                    if progress:
-                        progress(done, total, errors, hits)
-            else:
-                if cache is None:
-                    raise ValueError("LLM judges need a call cache (cache_path)")
-                base, n = (done, errors, hits), len(units)
-
-                def tick(answered: int, cached: int, failed: int, base=base, n=n) -> None:
-                    if progress:
-                        progress(
-                            base[0] + min(n, answered + cached), total, base[1] + failed, base[2] + cached
-                        )
-
-                chunk = min(batch_size, max(8, 4 * judge.max_concurrency))  # LLM calls are slow: small chunks
-                judged = run_judge(judge, units, cache, chunk_size=chunk, progress=tick)
-                done += len(units)
-                hits += sum(j.cache_hits for j in judged.values())
-            errors += sum(j.decision.verdict is None for j in judged.values())
-            if judge.backend != "programmatic" and progress:
-                progress(done, total, errors, hits)
-            rows += [_row(judge, judge, run_id, judged[u.unit_id], u.unit_id, None) for u in units]
-    finally:
-        if cache is not None:
-            cache.close()
-    out = pd.DataFrame(rows)
+    plan = []
+    for judge in judges:
+        subset = select_subset(variants, judge.max_pairs, judge.name, pairs)
+        pair = subset["pair_id"]
+        plan.append(
+            (judge, judge, units_for(subset, pair.map(context["question"]), pair.map(context["gold"])))
+        )
+    out = pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path))
     for col in ("p_first", "flip_rate", "p_first_sd"):
         out[col] = out[col].astype(float)
     return out
@@ -313,6 +338,7 @@ def judge_responses(
     run_id: str,
     cache_path: str | None = None,
     progress: ProgressFn | None = None,
+    batch_size: int = 500,
 ) -> pd.DataFrame:
     """Every judge says whether each examinee answer is correct, the answer shown alone (protocol
     `response_check`: one yes/no; programmatic judges apply their own notion of a good answer). A judge with
@@ -321,40 +347,19 @@ def judge_responses(
     context = items.set_index("item_id")
     question = responses["item_id"].map(context["question"]).fillna("")
     gold = responses["item_id"].map(context["gold"]).fillna("").astype(str)
-    units_all = {
-        rid: Unit(f"response:{rid}", q, text, "", ref)
+    units = {
+        rid: Unit(f"{RESPONSE}{rid}", q, text, "", ref)
         for rid, q, text, ref in zip(responses["response_id"], question, responses["text"], gold, strict=True)
     }
-    rows: list[dict] = []
-    cache = CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j in judges) else None
-    done, total, errors = 0, sum(len(_response_sample(responses, j.max_pairs, j.name)) for j in judges), 0
-    try:
-        for judge in judges:
-            units = [
-                units_all[r] for r in _response_sample(responses, judge.max_pairs, judge.name)["response_id"]
-            ]
-            check = judge.model_copy(update={"protocol": "response_check", "rationale": False})
-            if judge.backend == "programmatic":
-                judged = {
-                    u.unit_id: JudgedUnit(check_response(judge.model, u), 1, None, None, None, None, 1, 0)
-                    for u in units
-                }
-            else:
-                if cache is None:
-                    raise ValueError("LLM judges need a call cache (cache_path)")
-                judged = run_judge(check, units, cache, chunk_size=max(8, 4 * judge.max_concurrency))
-            done += len(units)
-            errors += sum(j.decision.verdict is None for j in judged.values())
-            if progress:
-                progress(done, total, errors, sum(j.cache_hits for j in judged.values()))
-            rows += [
-                _row(judge, check, run_id, judged[u.unit_id], None, u.unit_id.removeprefix("response:"))
-                for u in units
-            ]
-    finally:
-        if cache is not None:
-            cache.close()
-    return pd.DataFrame(rows)
+    plan = [
+        (
+            judge,
+            judge.model_copy(update={"protocol": "response_check", "rationale": False}),
+            [units[r] for r in _response_sample(responses, judge.max_pairs, judge.name)["response_id"]],
+        )
+        for judge in judges
+    ]
+    return pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path))
 
 
 def judge_all(
