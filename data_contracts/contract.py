@@ -96,7 +96,7 @@ def _datasource():
 def _context():
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
-    import great_expectations as gx
+    import great_expectations as gx  # lazy: 6-7 s, paid only when a contract runs (never on a reused run)
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     logging.getLogger("great_expectations").setLevel(logging.WARNING)  # again: importing gx resets it
@@ -186,7 +186,7 @@ def _row_level(expectation) -> bool:
 
 
 def _run(artifact: str, frame: pd.DataFrame, expectations: list) -> list:
-    import great_expectations as gx
+    import great_expectations as gx  # lazy: see _context
 
     suite = gx.ExpectationSuite(name=artifact, expectations=expectations)
     return (

@@ -221,13 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.debug and args.command in ("run", "ingest", "recalibrate", "backfill"):
-        from judgeops.api.errors import quiet_tracebacks
+        from judgeops.api.errors import quiet_tracebacks  # lazy: it loads Prefect, which --help does not need
 
         quiet_tracebacks()
     try:
         return args.fn(args)
     except Exception as exc:
-        from judgeops.api.errors import describe
+        from judgeops.api.errors import describe  # lazy: see quiet_tracebacks
 
         known = describe(exc, args.command)
         if known is None or args.debug:

@@ -44,8 +44,14 @@ CARE-Tensor
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
+import tensorly as tl
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture
+from tensorly.decomposition import parafac
 
 from judgeops.tasks.aggregate._base import (
     BinaryAggregator,
@@ -252,9 +258,6 @@ def form_views(S: np.ndarray, n_views: int = 3) -> list[np.ndarray]:
 
 def _moment_init(x: np.ndarray, views: list[np.ndarray], rank: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(π, μ) of a rank-`rank` mixture from third- and second-order cross-moments, or None if it fails."""
-    import tensorly as tl
-    from tensorly.decomposition import parafac
-
     n = len(x)
     parts = [x[:, v] for v in views]
     T = np.einsum("ni,nj,nk->ijk", *parts, optimize=True) / n
@@ -282,8 +285,6 @@ def _moment_init(x: np.ndarray, views: list[np.ndarray], rank: int) -> tuple[np.
 
 
 def _gmm(x: np.ndarray, rank: int, init: tuple[np.ndarray, np.ndarray] | None, seed: int):
-    from sklearn.mixture import GaussianMixture
-
     kwargs = {}
     if init is not None:
         pi, mu = init
@@ -308,9 +309,6 @@ def _cumulant_sources(
     """Independent latent sources from the fourth-order cumulant of the whitened top-k subspace.
 
     Returns (sources n × k, loadings p × k on the standardised judges, excess kurtosis per source)."""
-    import tensorly as tl
-    from tensorly.decomposition import parafac
-
     n = len(z)
     vals, vecs = np.linalg.eigh(z.T @ z / n)
     y = z @ vecs[:, ::-1][:, :k] / np.sqrt(np.maximum(vals[::-1][:k], 1e-12))
@@ -505,10 +503,6 @@ def _mixture_fit(
 ) -> tuple[np.ndarray, float]:
     """EM for a tied-covariance Gaussian mixture on the judges' scores, started from `resp`: (posteriors,
     BIC). If the EM fails, the start itself and BIC = inf (noted in `notes`)."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.mixture import GaussianMixture
 
     nk = resp.sum(axis=0) + 1e-9
     means = resp.T @ z / nk[:, None]

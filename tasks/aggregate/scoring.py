@@ -148,7 +148,7 @@ def score_labels(labels: pd.Series, truth: pd.Series, label_space: list, file: s
 
 
 def score_scores(scores: pd.Series, truth: pd.Series) -> dict:
-    from scipy.stats import kendalltau
+    from scipy.stats import kendalltau  # lazy: scipy.stats adds ~0.6 s to every `judgeops aggregate`
 
     pred = scores.reindex(truth.index)
     answered = pred.notna()

@@ -157,7 +157,7 @@ def summary(table: pd.DataFrame) -> pd.Series:
 
 def figure(table: pd.DataFrame, path: str) -> None:
     """Like the paper's Figure 4: FPR estimation error per estimator (left), accuracy per method (right)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib costs start-up time and only the figure needs it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

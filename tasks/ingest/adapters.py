@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import pyarrow.parquet as pq
 
 from judgeops.config import FileSource
 from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS
@@ -416,8 +417,6 @@ def _generic_records(path: Path, fmt: str) -> Iterator[tuple[int, dict | Reject]
     elif fmt == "csv":
         yield from iter_csv_records(path, header=True)
     else:
-        import pyarrow.parquet as pq
-
         try:
             parquet = pq.ParquetFile(path)
         except Exception as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 
@@ -56,8 +58,6 @@ def bootstrap_cells(
     draws = np.divide(totals, counts, out=np.full(totals.shape, np.nan, dtype=np.float32), where=counts > 0)
     alpha = (1 - confidence) / 2
     with np.errstate(all="ignore"):
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: a cell with no units
             low, high = np.nanquantile(draws, [alpha, 1 - alpha], axis=0)

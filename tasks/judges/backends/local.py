@@ -70,7 +70,7 @@ def _converted_copy(gguf: Path) -> Path:
     target = model_cache_dir() / f"{gguf.stem}-{tag}"
     if (target / "config.json").exists():
         return target
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: torch and transformers, ~5 s
 
     logger().info(
         "local judge: converting %s to a safetensors copy in %s (once, ~40-60 s; later loads take seconds)",
@@ -100,7 +100,7 @@ def load(model: str):
     with _LOCK:
         if model not in _LOADED:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never a download: the weights are local files
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only on a cache miss
             from transformers.utils import logging as hf_logging
 
             hf_logging.set_verbosity_error()
@@ -136,7 +136,7 @@ class LocalBackend:
         return {call.key: self._one(call) for call in calls}
 
     def _one(self, call: Call) -> Reply:
-        import torch
+        import torch  # lazy: loaded with the model, only on a cache miss
 
         t0 = time.perf_counter()
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": call.request.prompt}]
