@@ -39,8 +39,8 @@ def _date(text: str) -> dt.date:
 
 def _table(title: str, columns: list[str], rows: list[list]) -> None:
     table = Table(title=title)
-    for col in columns:
-        table.add_column(col, overflow="fold")
+    for i, col in enumerate(columns):  # the first column (a run id, a name) whole, so it can be copied
+        table.add_column(col, no_wrap=i == 0, overflow="fold")
     for row in rows:
         table.add_row(*map(str, row))
     console.print(table)

@@ -1,6 +1,7 @@
 """The `judgeops` command line: `run` as a subprocess (as a user runs it), the rest in-process."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,8 @@ def test_run_report_and_store_commands(config_file, capsys, tmp_path):
 
     assert main(["--config", str(config_file), "store", "ls"]) == 0
     out = capsys.readouterr().out
-    assert "2026-11-16" in out and "completed" in out
+    run_id = re.search(r"^run (\S+)$", run.stdout, flags=re.M).group(1)
+    assert "2026-11-16" in out and "completed" in out and run_id in out  # whole, at 80 columns
 
     assert main(["--config", str(config_file), "store", "ls", "--all"]) == 0
     out = capsys.readouterr().out
