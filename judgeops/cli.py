@@ -66,7 +66,7 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_recalibrate(args) -> int:
-    result = api.recalibrate(args.week, args.config, args.from_scratch, args.force)
+    result = api.recalibrate(args.week, args.config, args.from_scratch, args.force, args.store)
     print(f"week {result.week}: {result.status} (run {result.run_id})")
     for e in result.drifted:
         print(f"drift: {e['judge']} {e['metric']} {e['before']:.3f} → {e['after']:.3f}")

@@ -183,3 +183,27 @@ def test_aggregate_reads_long_votes_and_scores_against_truth(tmp_path, capsys):
     assert main(["aggregate", str(votes), "--method", "avg"]) == 2
     assert "expected columns task, worker, score; missing ['score']" in capsys.readouterr().err
     assert main(["aggregate", str(votes), "--method", "baer"]) == 2
+
+
+def test_global_options_go_before_or_after_the_command(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("aggregation:\n  methods: [magic]\n")
+    assert main(["config", "--config", str(bad)]) == 2  # after the command, as `judgeops run --config FILE`
+    assert "bad.yaml: aggregation.methods[0]" in capsys.readouterr().err
+    from judgeops.schemas.store import ArtifactStore
+
+    for name in ("s1", "s2"):
+        ArtifactStore(str(tmp_path / name), f"run-in-{name}").write_run_record({"status": "completed"})
+    assert main(["--store", str(tmp_path / "s1"), "store", "ls"]) == 0
+    assert "run-in-s1" in capsys.readouterr().out
+    assert main(["store", "ls", "--store", str(tmp_path / "s2")]) == 0
+    assert "run-in-s2" in capsys.readouterr().out
+    # an option given before the command is not reset by the command's own copy of it
+    assert main(["--store", str(tmp_path / "s3"), "report"]) == 1
+    assert f"no completed evaluate run in store {tmp_path / 's3'}" in capsys.readouterr().err
+
+
+def test_version():
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0

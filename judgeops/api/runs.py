@@ -39,7 +39,8 @@ class Run:
 
 
 def _config(config: EvaluateConfig | str | Path | None, store_url: str | None = None) -> EvaluateConfig:
-    config = config if isinstance(config, EvaluateConfig) else load_config(config)
+    """A copy of the config (a path is loaded; None: ./judgeops.yaml or the default), its store overridden."""
+    config = config.model_copy(deep=True) if isinstance(config, EvaluateConfig) else load_config(config)
     if store_url:
         config.store.url = store_url
     return config
@@ -78,9 +79,12 @@ def recalibrate(
     config: EvaluateConfig | str | Path | None = None,
     from_scratch: bool = False,
     force: bool = False,
+    store_url: str | None = None,
 ):
     """One week of the calibration chain (flows/recalibrate.py)."""
-    return recalibrate_flow(week=week, config=_config(config), from_scratch=from_scratch, force=force)
+    return recalibrate_flow(
+        week=week, config=_config(config, store_url), from_scratch=from_scratch, force=force
+    )
 
 
 def open_store(
