@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -80,20 +81,30 @@ class ContractOutcome:
         return "\n".join(md)
 
 
-@cache
+# `functools.cache` does not stop two threads (two flow runs in one worker) from building the same GX object at
+# once, and GX refuses a second asset of one name: the builders below run under this lock
+_GX_LOCK = threading.RLock()
+
+
 def _batch_definition(artifact: str):
     """One ephemeral GX context for the process (no files, no network); one asset per artifact."""
+    with _GX_LOCK:
+        return _batch_definition_once(artifact)
+
+
+@cache
+def _batch_definition_once(artifact: str):
     asset = _datasource().add_dataframe_asset(name=artifact)
     return asset.add_batch_definition_whole_dataframe("whole")
 
 
 @cache
-def _datasource():
+def _datasource():  # called under _GX_LOCK only
     return _context().data_sources.add_pandas("judgeops")
 
 
 @cache
-def _context():
+def _context():  # called under _GX_LOCK only
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
     import great_expectations as gx  # lazy: 6-7 s, paid only when a contract runs (never on a reused run)

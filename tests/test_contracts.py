@@ -114,3 +114,28 @@ def test_chunked_validation_finds_the_same_rows_as_one_pass(monkeypatch):
     assert [f["row_indices"] for f in chunked.stop_failures] == [[0, 22]]
     assert chunked_clean.quarantined["item_id"].tolist() == ["i2", "i11", "i17", "i20"]
     pd.testing.assert_frame_equal(chunked_clean.quarantined, one_pass_clean.quarantined)
+
+
+def test_two_flow_runs_in_one_process_build_the_contract_objects_once():
+    """Threads validating one artifact at once share one GX asset (GX refuses a second of the same name)."""
+    import threading
+    import uuid
+
+    import judgeops.data_contracts.contract as contract
+
+    name = f"race-{uuid.uuid4().hex}"
+    start, results, errors = threading.Barrier(8), [], []
+
+    def build() -> None:
+        start.wait()
+        try:
+            results.append(contract._batch_definition(name))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 8 and all(r is results[0] for r in results)
