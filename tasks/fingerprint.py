@@ -10,21 +10,37 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.machinery
 import importlib.util
+import sys
 from collections.abc import Callable, Iterable
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 PROJECT = "judgeops"
 
 
 @cache
+def _spec(name: str) -> importlib.machinery.ModuleSpec | None:
+    """A module's spec without importing anything: `importlib.util.find_spec("a.b.c")` imports `a.b` first
+    (for an attribute name, `a.b` itself, which could pull in Great Expectations), so ask the import system's
+    finders directly with the parent package's search path, as the import statement would."""
+    parent, _, _ = name.rpartition(".")
+    if not parent:
+        return importlib.util.find_spec(name)
+    parent_spec = _spec(parent)
+    if parent_spec is None or parent_spec.submodule_search_locations is None:
+        return None  # the parent is a module, so `name` is an attribute
+    for finder in sys.meta_path:
+        if (spec := finder.find_spec(name, list(parent_spec.submodule_search_locations))) is not None:
+            return spec
+    return None
+
+
+@cache
 def module_file(name: str) -> Path | None:
     """The source file of a project module, or None for a name that is not a module (an attribute)."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
+    spec = _spec(name)
     return Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
 
 
@@ -34,9 +50,11 @@ def _parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def imports_of(name: str, source: str) -> set[str]:
+@lru_cache(maxsize=1024)
+def imports_of(name: str, source: str) -> frozenset[str]:
     """Project modules named by the import statements of module `name` (at any depth: a function-level
-    import is a dependency too)."""
+    import is a dependency too). Cached on the source text: each stage's closure shares most modules, and
+    parsing them once per process instead of once per stage is most of a run's fingerprinting time."""
     out: set[str] = set()
     package = (
         name if module_file(name) and module_file(name).name == "__init__.py" else name.rpartition(".")[0]
@@ -53,7 +71,7 @@ def imports_of(name: str, source: str) -> set[str]:
                 continue
             out.add(base)
             out |= {f"{base}.{a.name}" for a in node.names if module_file(f"{base}.{a.name}")}
-    return {m for m in out if module_file(m)}
+    return frozenset(m for m in out if module_file(m))
 
 
 def closure(roots: Iterable[str], read: Callable[[Path], str] = Path.read_text) -> dict[str, Path]:

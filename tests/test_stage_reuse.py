@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -86,6 +88,20 @@ def test_a_stage_declares_its_inputs_and_reads_nothing_else():
     closure = fingerprint.closure(stages.INGEST.code)
     assert "judgeops.schemas.vocabulary" not in closure and "judgeops.tasks.aggregate.panel" not in closure
     assert "judgeops.schemas.vocabulary" in fingerprint.closure(stages.PROFILE.code)
+
+
+def test_fingerprinting_imports_nothing():
+    """Keys are computed before a stage runs: finding the closure must not import its modules (a name like
+    `contract.validate` is looked up without importing `contract`, which would load Great Expectations)."""
+    code = [
+        "import sys",
+        "from judgeops.tasks import fingerprint, runner, stages",
+        "before = set(sys.modules)",
+        "keys = [s.fingerprint() for s in vars(stages).values() if isinstance(s, runner.Stage)]",
+        "print(len(keys), sorted(m for m in set(sys.modules) - before if m.startswith(('judgeops', 'great'))))",
+    ]
+    out = subprocess.run([sys.executable, "-c", "\n".join(code)], capture_output=True, text=True, check=True)
+    assert out.stdout.split(maxsplit=1) == ["7", "[]\n"]
 
 
 def without_clock(html: str) -> str:
