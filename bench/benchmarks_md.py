@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import io
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
@@ -19,3 +24,31 @@ def write_section(script: str, text: str, path: Path = BENCHMARKS) -> None:
     else:
         doc = doc.rstrip() + "\n\n" + block + "\n"
     path.write_text(doc)
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+@contextlib.contextmanager
+def section(script: str, write: bool, prefix: str = "taskset -c 0,1 ") -> Iterator[None]:
+    """What the block prints goes to stdout and, with `write`, into `script`'s section of BENCHMARKS.md,
+    headed by the command that produced it and the date. Progress belongs on stderr."""
+    argv = " ".join(a for a in sys.argv[1:] if a != "--write")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(_Tee(sys.stdout, buffer)):
+        command = f"{prefix}python {script} {argv}".strip()
+        print(f"Command: `{command}` ({datetime.date.today()}).\n")
+        yield
+    if write:
+        write_section(script, buffer.getvalue())

@@ -16,6 +16,8 @@ import argparse
 import datetime as dt
 import time
 
+from benchmarks_md import section
+
 from judgeops.config import BankDrift, BankSource, EvaluateConfig, StoreConfig
 from judgeops.flows.evaluate import evaluate
 from judgeops.flows.recalibrate import recalibrate
@@ -29,6 +31,7 @@ def main() -> None:
     parser.add_argument("--weeks", type=int, default=12)
     parser.add_argument("--items", type=int, default=60)
     parser.add_argument("--store", default="/tmp/judgeops-drift-store")
+    parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args()
     drift = BankDrift(
         start=START,
@@ -52,10 +55,12 @@ def main() -> None:
         rows.append((monday, table, result.drifted))
     seconds = time.perf_counter() - t0
     judges = sorted(rows[0][1]["judge_id"])
-    print(
-        f"Command: `python bench/drift_run.py --weeks {args.weeks} --items {args.items}` "
-        f"({time.strftime('%Y-%m-%d')}): {args.weeks} weeks in {seconds:.0f} s\n"
-    )
+    with section("bench/drift_run.py", args.write, prefix=""):
+        print(f"{args.weeks} weeks in {seconds:.0f} s.\n")
+        table_of(rows, judges)
+
+
+def table_of(rows, judges) -> None:
     print("| week | " + " | ".join(f"{j} FPR / FNR" for j in judges) + " | drift flags |")
     print("|---" * (len(judges) + 2) + "|")
     for monday, table, drifted in rows:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from benchmarks_md import section
 
 from judgeops.config import BankSource, ConstructionConfig, EvaluateConfig, JudgeConfig
 from judgeops.tasks.construct import construct
@@ -131,15 +132,18 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=32, help="plain pairs (balanced over error types)")
     parser.add_argument("--llama-server", action="store_true", help="also through python -m llama_cpp.server")
     parser.add_argument("--generator-items", type=int, default=0, help="also SmolLM2 as the LLM generator")
+    parser.add_argument("--write", action="store_true", help="write the tables into BENCHMARKS.md")
     args = parser.parse_args()
+    with section("bench/judges.py", args.write, prefix=""):
+        measure(args)
+
+
+def measure(args) -> None:
     variants, question, gold = sample(args.pairs)
     units = units_for(variants, question, gold)
     bad = injected(variants)
     bad_units = units_for(bad, question, gold)
-    print(
-        f"## Judges on {variants['pair_id'].nunique()} judgerEva plain pairs × 2 orders ({len(units)} units)\n"
-    )
-    print(f"Command: `python bench/judges.py {' '.join(sys.argv[1:])}`\n")
+    print(f"{variants['pair_id'].nunique()} judgerEva plain pairs × 2 orders ({len(units)} units).\n")
 
     rows = []
     for judge in [j for j in EvaluateConfig().judges if j.backend == "programmatic"]:
