@@ -26,7 +26,7 @@ Presentation = Literal["plain", "polished", "padded"]
 Order = Literal["AB", "BA"]
 Domain = Literal["math", "science", "logic", "legal", "medical", "general"]
 ProgrammaticModel = Literal["reference_match", "numeric_consistency", "length_preference", "hedge_preference"]
-Backend = Literal["programmatic", "local", "openai"]
+Backend = Literal["programmatic", "local", "openai", "anthropic"]
 JudgeProtocol = Literal["pairwise", "pointwise", "score_then_choose", "blind_reference"]
 
 assert set(ErrorType.__args__) == set(ERROR_TYPES) and set(Presentation.__args__) == set(PRESENTATIONS)
@@ -205,9 +205,34 @@ class JudgeConfig(_Strict):
     )
     protocol: JudgeProtocol = "pairwise"
     rationale: bool = Field(False, description="ask for a one-sentence rationale (pairwise; for C8)")
-    base_url: str | None = Field(None, description="openai: the endpoint, e.g. http://localhost:8000/v1")
-    api_key_env: str | None = Field(None, description="openai: the environment variable holding the key")
-    api_key_secret: str | None = Field(None, description="openai: a Prefect Secret block holding the key")
+    base_url: str | None = Field(
+        None,
+        description="openai: the endpoint, e.g. http://localhost:8000/v1 (default: OPENAI_BASE_URL, else "
+        "OpenAI's); with api_version, the Azure resource endpoint; anthropic: default Anthropic's",
+    )
+    api_key_env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",  # a variable's name: a key pasted here is refused, unprinted
+        description="hosted: the environment variable holding the key (default: the SDK's own, "
+        "OPENAI_API_KEY, AZURE_OPENAI_API_KEY or ANTHROPIC_API_KEY)",
+    )
+    api_key_secret: str | None = Field(None, description="hosted: a Prefect Secret block holding the key")
+    api_version: str | None = Field(
+        None, description="openai: Azure OpenAI's API version, e.g. 2024-10-21 (model = the deployment name)"
+    )
+    organization: str | None = Field(
+        None, description="openai: the organisation header (OpenAI-Organization)"
+    )
+    project: str | None = Field(None, description="openai: the project header (OpenAI-Project)")
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="hosted: headers sent with every request (not for secrets: they are kept with the run's config)",
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="hosted: fields merged into every request body, e.g. {reasoning_effort: low} (part of the "
+        "call-cache key)",
+    )
     decoding: DecodingConfig = Field(default_factory=DecodingConfig)
     samples: int = Field(1, ge=1, le=64, description="self-consistency: calls per unit (sample index in key)")
     max_concurrency: int = Field(4, ge=1, le=1024, description="requests in flight at once")
@@ -240,8 +265,15 @@ class JudgeConfig(_Strict):
                 )
             if self.protocol not in ("pairwise", "pointwise"):
                 raise ValueError(f"programmatic judges speak pairwise or pointwise (got {self.protocol!r})")
-        if self.backend == "openai" and not self.base_url:
-            raise ValueError("an openai judge needs base_url (e.g. http://localhost:8000/v1)")
+        if self.api_version and not self.base_url:
+            raise ValueError("an Azure OpenAI judge (api_version set) needs base_url: the resource endpoint")
+        hosted = ("openai", "anthropic")
+        if self.backend not in hosted:
+            for name in ("api_version", "organization", "project", "extra_headers", "extra_body"):
+                if getattr(self, name):
+                    raise ValueError(
+                        f"{name} is for hosted backends ({', '.join(hosted)}), not {self.backend!r}"
+                    )
         if self.backend == "local" and self.model != LOCAL_DEFAULT_MODEL and not self.model.endswith(".gguf"):
             raise ValueError(f"a local judge's model is {LOCAL_DEFAULT_MODEL!r} or a path to a .gguf file")
         if self.api_key_env and self.api_key_secret:

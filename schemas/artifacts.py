@@ -153,7 +153,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "verdicts",
-            2,
+            3,
             _s(
                 pa.field("call_id", _STR, nullable=False),
                 pa.field("run_id", _STR),
@@ -173,6 +173,9 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("p_first_sd", _F),
                 pa.field("n_calls", pa.int64()),
                 pa.field("cache_hits", pa.int64()),
+                pa.field("tokens_in", pa.int64()),
+                pa.field("tokens_out", pa.int64()),
+                pa.field("request_notes", _STR),
             ),
             ("call_id",),
             "one judge's decision on one unit, as the judge saw it (display frame); with samples > 1 the "
@@ -180,7 +183,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "coverage",
-            3,
+            4,
             _s(
                 pa.field("judge_id", _STR, nullable=False),
                 pa.field("n_expected", pa.int64()),
@@ -193,6 +196,9 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("coverage", _F),
                 pa.field("n_calls", pa.int64()),
                 pa.field("cache_hits", pa.int64()),
+                pa.field("tokens_in", pa.int64()),
+                pa.field("tokens_out", pa.int64()),
+                pa.field("request_adjustments", _STR),
             ),
             ("judge_id",),
             "per judge: how many of the expected calls produced a usable verdict",

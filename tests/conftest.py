@@ -18,7 +18,19 @@ os.environ.pop("PREFECT_API_URL", None)
 
 import pytest  # noqa: E402
 
-from judgeops.config import BankSource, CacheConfig, EvaluateConfig, ProfileConfig, StoreConfig  # noqa: E402
+from judgeops.config import (  # noqa: E402
+    BankSource,
+    CacheConfig,
+    ConstructionConfig,
+    EvaluateConfig,
+    JudgeConfig,
+    ProfileConfig,
+    StoreConfig,
+)
+from judgeops.tasks.construct import construct  # noqa: E402
+from judgeops.tasks.ingest import ingest_items  # noqa: E402
+from judgeops.tasks.judges import judge_variants  # noqa: E402
+from tests import openai_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -54,3 +66,37 @@ def prefect_server():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+# --- a real OpenAI/Anthropic-protocol server and a small built bank, for the judge backends' tests ---
+
+
+@pytest.fixture
+def server_factory(tmp_path):
+    started: list[openai_server.ServerProcess] = []
+
+    def start(*flags: str) -> openai_server.ServerProcess:
+        started.append(openai_server.ServerProcess(tmp_path / "requests.jsonl", *flags))
+        return started[-1]
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def built():
+    items = ingest_items([BankSource(n_items=12, seed=3)]).items
+    return items, construct(items, ConstructionConfig())
+
+
+def http_judge(url: str, **kw) -> JudgeConfig:
+    fields = {"name": "http", "backend": "openai", "model": "test-model", "base_url": url, "max_retries": 2}
+    return JudgeConfig(**{**fields, **kw})
+
+
+def judge_all(built, judge, cache_path, batch_size=500):
+    items, b = built
+    return judge_variants(
+        b["variants"], b["pairs"], items, [judge], "r", batch_size, cache_path=str(cache_path)
+    )

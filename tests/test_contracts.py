@@ -29,6 +29,9 @@ def verdicts_frame(n: int = 4) -> pd.DataFrame:
             "p_first_sd": None,
             "n_calls": 1,
             "cache_hits": 0,
+            "tokens_in": None,
+            "tokens_out": None,
+            "request_notes": None,
         }
     )
 

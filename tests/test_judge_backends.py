@@ -17,38 +17,8 @@ from judgeops.tasks.judges import JudgeBackendError, coverage, judge_variants, r
 from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Call, Reply
 from judgeops.tasks.judges.protocols import Unit
-from tests.openai_server import ServerProcess, answer
-
-
-@pytest.fixture
-def server_factory(tmp_path):
-    started: list[ServerProcess] = []
-
-    def start(*flags: str) -> ServerProcess:
-        started.append(ServerProcess(tmp_path / "requests.jsonl", *flags))
-        return started[-1]
-
-    yield start
-    for s in started:
-        s.stop()
-
-
-@pytest.fixture(scope="module")
-def built():
-    items = ingest_items([BankSource(n_items=12, seed=3)]).items
-    return items, construct(items, ConstructionConfig())
-
-
-def http_judge(url: str, **kw) -> JudgeConfig:
-    fields = {"name": "http", "backend": "openai", "model": "test-model", "base_url": url, "max_retries": 2}
-    return JudgeConfig(**{**fields, **kw})
-
-
-def judge_all(built, judge, cache_path, batch_size=500):
-    items, b = built
-    return judge_variants(
-        b["variants"], b["pairs"], items, [judge], "r", batch_size, cache_path=str(cache_path)
-    )
+from tests.conftest import http_judge, judge_all
+from tests.openai_server import answer
 
 
 @pytest.mark.parametrize("protocol", ["pairwise", "pointwise", "score_then_choose", "blind_reference"])

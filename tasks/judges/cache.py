@@ -42,9 +42,14 @@ CREATE TABLE IF NOT EXISTS calls (
     latency_ms REAL,
     raw TEXT,
     error TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    tokens_in INTEGER,
+    tokens_out INTEGER
 )
 """
+# columns added since the first version, with their types: a cache file written before them gains them
+_ADDED = {"tokens_in": "INTEGER", "tokens_out": "INTEGER"}
+_COLUMNS = "key, backend, model, text, probs, tokens, latency_ms, raw, error, created, tokens_in, tokens_out"
 
 
 def _retry_while_locked(step, seconds: float) -> None:
@@ -101,6 +106,10 @@ class CallCache:
         if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(calls)")}
+        for name, kind in _ADDED.items():
+            if name not in have:
+                self._db.execute(f"ALTER TABLE calls ADD COLUMN {name} {kind}")
         self._db.execute(_CLAIMS)
 
     def close(self) -> None:
@@ -119,12 +128,21 @@ class CallCache:
         found: dict[str, Reply] = {}
         for chunk, marks in _in_chunks(keys):
             rows = self._db.execute(
-                f"SELECT key, text, probs, tokens, latency_ms, raw, error FROM calls WHERE key IN ({marks})",
+                "SELECT key, text, probs, tokens, latency_ms, raw, error, tokens_in, tokens_out FROM calls "
+                f"WHERE key IN ({marks})",
                 chunk,
             )
-            for key, text, probs, tokens, latency, raw, error in rows:
+            for key, text, probs, tokens, latency, raw, error, tokens_in, tokens_out in rows:
                 found[key] = Reply(
-                    text, json.loads(probs) if probs else None, tokens, latency, raw, error, cached=True
+                    text,
+                    json.loads(probs) if probs else None,
+                    tokens,
+                    latency,
+                    raw,
+                    error,
+                    cached=True,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
                 )
         return found
 
@@ -142,6 +160,8 @@ class CallCache:
                 r.raw,
                 r.error,
                 time.time(),
+                r.tokens_in,
+                r.tokens_out,
             )
             for key, r in replies.items()
             if not r.transport_failure
@@ -149,7 +169,9 @@ class CallCache:
         if rows:
             with self._db:  # one transaction: a crash keeps all of the chunk or none of it
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany("INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                self._db.executemany(
+                    f"INSERT OR IGNORE INTO calls ({_COLUMNS}) VALUES ({', '.join('?' * 12)})", rows
+                )
         return len(rows)
 
     def size_bytes(self) -> int:

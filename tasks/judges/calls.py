@@ -32,6 +32,9 @@ class Reply:
     raw: str | None = None  # the backend's response body (cached, for audits)
     error: str | None = None  # "transport: ..." (never cached) or "unparsable: ..." (cached)
     cached: bool = False
+    tokens_in: int | None = None  # prompt tokens, where the backend reports them (priced apart)
+    tokens_out: int | None = None  # completion tokens
+    notes: str | None = None  # what the backend changed in the request to be answered ("temperature dropped")
 
     @property
     def transport_failure(self) -> bool:
@@ -70,6 +73,8 @@ def call_key(judge: JudgeConfig, request: Request, protocol_version: str, sample
         "prompts": PROMPT_VERSION,
         "sample": sample,
     }
+    if judge.extra_body:  # fields such as reasoning_effort change the answer (absent: earlier keys hold)
+        payload["extra_body"] = judge.extra_body
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 

@@ -23,6 +23,7 @@ _CONNECTION = (
     "WriteError",
     "NetworkError",
     "ProtocolError",
+    "APIConnectionError",  # the SDK's wrapper, where it names no transport error underneath
 )
 
 
@@ -45,6 +46,16 @@ def failure_cause(error: str | None) -> str | None:
     return "other_error"
 
 
+def _sum_or_none(values: pd.Series) -> int | None:
+    return int(values.sum()) if values.notna().any() else None
+
+
+def _adjustments(notes: pd.Series) -> str | None:
+    """What the backend had to change in the requests this run sent (parameters the model refused)."""
+    found = sorted({n for joined in notes.dropna() for n in joined.split("; ")})
+    return "; ".join(found) or None
+
+
 def coverage(
     verdicts: pd.DataFrame,
     variants: pd.DataFrame,
@@ -53,7 +64,8 @@ def coverage(
 ) -> pd.DataFrame:
     """Per judge: calls expected (every variant, or its max_pairs subset), verdicts usable, ties,
     unparsable outputs, errors — split by cause (`failure_cause`; n_error = their sum + n_missing) — backend
-    calls made and cache hits.
+    calls made and cache hits, tokens in and out, and the request changes a model forced (a parameter it
+    does not take, dropped or renamed).
 
     A missing row counts as an error: nothing is lost silently.
     """
@@ -81,6 +93,9 @@ def coverage(
                 "coverage": answered / n_expected if n_expected else 0.0,
                 "n_calls": int(v["n_calls"].sum()),
                 "cache_hits": int(v["cache_hits"].sum()),
+                "tokens_in": _sum_or_none(v["tokens_in"]),
+                "tokens_out": _sum_or_none(v["tokens_out"]),
+                "request_adjustments": _adjustments(v["request_notes"]),
             }
         )
     return pd.DataFrame(rows)

@@ -79,12 +79,19 @@ class JudgedUnit:
     tokens: int | None
     n_calls: int
     cache_hits: int
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    notes: str | None = None  # request changes the backend made to be answered (unsupported parameters)
+
+
+def _total(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _combine(decisions: list[Decision], replies: list[list[Reply]]) -> JudgedUnit:
     """Self-consistency: the majority verdict over samples, how often samples left it, their p spread."""
     flat = [r for rs in replies for r in rs]
-    tokens = [r.tokens for r in flat if r.tokens is not None]
     usable = [d for d in decisions if d.verdict is not None]
     if not usable:
         decision = decisions[0]
@@ -104,9 +111,12 @@ def _combine(decisions: list[Decision], replies: list[list[Reply]]) -> JudgedUni
         flip if len(decisions) > 1 else None,
         sd if len(decisions) > 1 else None,
         sum(r.latency_ms for r in flat if not r.cached),
-        sum(tokens) if tokens else None,
+        _total([r.tokens for r in flat]),
         len(flat),
         sum(r.cached for r in flat),
+        _total([r.tokens_in for r in flat]),
+        _total([r.tokens_out for r in flat]),
+        "; ".join(sorted({r.notes for r in flat if r.notes})) or None,
     )
 
 
@@ -220,6 +230,8 @@ def _row(judge: JudgeConfig, asked: JudgeConfig, run_id: str, j: JudgedUnit, var
         "rationale": j.decision.rationale,
         "latency_ms": j.latency_ms,
         "tokens": j.tokens,
+        "tokens_in": j.tokens_in,
+        "tokens_out": j.tokens_out,
         "cached": j.n_calls > 0 and j.cache_hits == j.n_calls and judge.backend != "programmatic",
         "error": j.decision.error,
         "n_samples": j.n_samples,
@@ -227,6 +239,7 @@ def _row(judge: JudgeConfig, asked: JudgeConfig, run_id: str, j: JudgedUnit, var
         "p_first_sd": j.p_first_sd,
         "n_calls": j.n_calls,
         "cache_hits": j.cache_hits,
+        "request_notes": j.notes,
     }
 
 

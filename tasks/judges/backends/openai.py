@@ -1,85 +1,103 @@
-"""Any OpenAI-compatible chat-completions endpoint (vLLM, Ollama, llama.cpp server, hosted APIs).
+"""Any OpenAI-compatible chat-completions endpoint (OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp server)
+through the official `openai` SDK (AsyncOpenAI, or AsyncAzureOpenAI with `api_version`), inside the
+shared batch skeleton of hosted.py.
 
-httpx (async) with: bounded concurrency (a semaphore), a token bucket for requests and tokens per
-minute, retries with jittered exponential backoff on 429 / 5xx / timeouts / connection errors that
-honour Retry-After, a per-call timeout, and a circuit breaker: `breaker_failures` calls failing in a row
-(after their retries) stop the batch with JudgeBackendError. Logprobs are asked for (top_logprobs) and
-the choice tokens' probabilities at the first position are returned; a server that ignores the field
-still works (the protocol parses the text).
+Logprobs are asked for (top_logprobs) and the choice tokens' probabilities at the first position are
+returned; a server that ignores the field still works (the protocol parses the text). Reasoning models
+(o-series, GPT-5) refuse `temperature`, `logprobs` and `max_tokens` with a 400 `unsupported_parameter` /
+`unsupported_value`: the first such answer drops the parameter (or sends `max_tokens` as
+`max_completion_tokens`) for that model, and the call goes again.
 
-The key comes from `api_key_env` or a Prefect Secret block (`api_key_secret`); it is only ever placed
-in the Authorization header, never in a message, a log line or the cache.
+The raw body is read and parsed here rather than the SDK's typed object, so that a server's quirks (an
+empty `choices`, a body that is not JSON) become a counted "unparsable" verdict, and the body is cached
+for audits.
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
 import math
 import os
-import random
-import threading
-import time
 
-import httpx
-from prefect.blocks.system import Secret
+import openai
 
-from judgeops.config import JudgeConfig
-from judgeops.tasks.judges.backends.base import JudgeBackendError
+from judgeops.tasks.judges.backends.hosted import HostedBackend, params_with
 from judgeops.tasks.judges.calls import Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
 
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+RENAMES = {"max_tokens": "max_completion_tokens"}  # what a parameter is called on models that refuse it
+TOGETHER = {"logprobs": ("logprobs", "top_logprobs"), "top_logprobs": ("logprobs", "top_logprobs")}
 
 
-def resolve_api_key(judge: JudgeConfig) -> str | None:
-    if judge.api_key_env:
-        key = os.environ.get(judge.api_key_env)
-        if not key:
-            raise JudgeBackendError(
-                f"judge {judge.name}: environment variable {judge.api_key_env} is not set"
+class OpenAIBackend(HostedBackend):
+    kind = "openai"
+    status_error = openai.APIStatusError
+    connection_error = openai.APIConnectionError  # APITimeoutError is one
+    _per_request_headers: dict = {}  # the SDK drops a header only when a request says so
+
+    def _client(self) -> openai.AsyncOpenAI:
+        judge = self.judge
+        common = dict(
+            api_key=self._key,
+            organization=judge.organization,
+            project=judge.project,
+            timeout=judge.timeout_s,
+            max_retries=0,  # hosted.HostedBackend retries: one policy for the whole batch
+            default_headers=dict(judge.extra_headers),
+        )
+        if judge.api_version:  # Azure: base_url is the resource endpoint, model the deployment name
+            if self._key is None:
+                common.pop("api_key")  # the SDK reads AZURE_OPENAI_API_KEY
+            return openai.AsyncAzureOpenAI(
+                azure_endpoint=judge.base_url, api_version=judge.api_version, **common
             )
-        return key
-    if judge.api_key_secret:
-        return Secret.load(judge.api_key_secret).get()
-    return None
+        if self._key is None and not _env_key() and judge.base_url:
+            # a self-served model with no key (vLLM, llama.cpp): send no Authorization header at all
+            common["api_key"] = "unused"
+            self._per_request_headers = {"Authorization": openai.omit}
+        return openai.AsyncOpenAI(base_url=judge.base_url, **common)
+
+    def params(self, call: Call) -> dict:
+        """The request's parameters, after what this model was found not to take."""
+        d = self.judge.decoding
+        params = {"max_tokens": call.request.max_tokens, "temperature": d.temperature}
+        if call.seed is not None:
+            params["seed"] = call.seed
+        if call.request.choices and d.top_logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = d.top_logprobs
+        return params_with(self.findings, params, lambda p: TOGETHER.get(p, (p,)))
+
+    async def _send(self, client: openai.AsyncOpenAI, call: Call) -> tuple[str, int]:
+        response = await client.chat.completions.with_raw_response.create(
+            model=self.judge.model,
+            messages=[
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": call.request.prompt},
+            ],
+            extra_body={**self.params(call), **self.judge.extra_body},
+            extra_headers=self._per_request_headers,
+        )
+        return response.text, response.status_code
+
+    def _parse(self, body: str, call: Call) -> Reply:
+        return parse_completion(body, call.request.choices)
+
+    def _unsupported(self, status: int, body: str) -> tuple[str, str] | None:
+        """OpenAI's answer to a parameter a model does not take: 400 with error.code `unsupported_parameter`
+        or `unsupported_value` and error.param naming it."""
+        try:
+            error = json.loads(body).get("error") or {}
+        except (ValueError, AttributeError):
+            return None
+        param = error.get("param") if isinstance(error, dict) else None
+        if error.get("code") not in ("unsupported_parameter", "unsupported_value") or not param:
+            return None
+        return param, RENAMES.get(param, "drop")
 
 
-class TokenBucket:
-    """Refills `rate` per minute up to one minute's worth; `take(n)` waits until n are available."""
-
-    def __init__(self, per_minute: float | None):
-        self.rate = per_minute / 60 if per_minute else None
-        self.capacity = per_minute or 0.0
-        self.level = self.capacity
-        self.stamp = time.monotonic()
-        self.lock = asyncio.Lock()
-
-    async def take(self, n: float = 1.0) -> None:
-        if self.rate is None:
-            return
-        n = min(n, self.capacity)
-        async with self.lock:
-            while True:
-                now = time.monotonic()
-                self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-                self.stamp = now
-                if self.level >= n:
-                    self.level -= n
-                    return
-                await asyncio.sleep((n - self.level) / self.rate)
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After as seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time()) if when else None
+def _env_key() -> bool:
+    return bool(os.environ.get("OPENAI_API_KEY"))
 
 
 def choice_probs(logprobs: dict | None, choices: tuple[str, ...]) -> dict[str, float] | None:
@@ -98,150 +116,6 @@ def choice_probs(logprobs: dict | None, choices: tuple[str, ...]) -> dict[str, f
     return probs
 
 
-class _Breaker:
-    def __init__(self, limit: int):
-        self.limit, self.in_a_row, self.last = limit, 0, ""
-
-    def record(self, reply: Reply) -> None:
-        if reply.transport_failure:
-            self.in_a_row += 1
-            self.last = reply.error or ""
-        else:
-            self.in_a_row = 0
-
-    @property
-    def open(self) -> bool:
-        return self.in_a_row >= self.limit
-
-
-class OpenAIBackend:
-    def __init__(self, judge: JudgeConfig):
-        self.judge = judge
-        self.url = judge.base_url.rstrip("/") + "/chat/completions"
-        self._key = resolve_api_key(judge)
-        self.breaker = _Breaker(judge.breaker_failures)
-        self._pause_until = 0.0  # monotonic time before which no call is sent (a 429's Retry-After)
-
-    def close(self) -> None:
-        pass
-
-    def complete(self, calls: list[Call]) -> dict[str, Reply]:
-        """One reply per call. When the breaker opens, raises JudgeBackendError carrying the replies
-        produced so far (`.replies`), so the caller can cache them before the batch stops."""
-        out: dict[str, Reply] = {}
-        box: dict = {}
-
-        def runner() -> None:  # own thread, own event loop: safe inside a Prefect task or a notebook
-            try:
-                asyncio.run(self._complete(calls, out))
-            except BaseException as exc:  # re-raised in the caller's thread
-                box["error"] = exc
-
-        thread = threading.Thread(target=runner, name="judgeops-openai")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            box["error"].replies = out
-            raise box["error"]
-        return out
-
-    async def _complete(self, calls: list[Call], out: dict[str, Reply]) -> None:
-        judge = self.judge
-        semaphore = asyncio.Semaphore(judge.max_concurrency)
-        requests = TokenBucket(judge.requests_per_minute)
-        tokens = TokenBucket(judge.tokens_per_minute)
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        limits = httpx.Limits(max_connections=judge.max_concurrency)
-        async with httpx.AsyncClient(
-            timeout=judge.timeout_s, headers=headers, limits=limits, trust_env=False
-        ) as client:
-
-            async def one(call: Call) -> None:
-                async with semaphore:
-                    if self.breaker.open:
-                        return
-                    estimate = len(SYSTEM + call.request.prompt) / 4 + call.request.max_tokens
-                    await requests.take(1)
-                    await tokens.take(estimate)
-                    reply = self._redacted(await self._call(client, call))
-                    self.breaker.record(reply)
-                    out[call.key] = reply
-
-            await asyncio.gather(*(one(c) for c in calls))
-        if self.breaker.open:
-            raise JudgeBackendError(
-                f"judge {judge.name}: {self.breaker.in_a_row} calls in a row failed at {self.url} "
-                f"(last: {self.breaker.last}); stopping this batch. Finished calls are cached: "
-                "rerun to resume from where it stopped."
-            )
-
-    def _redacted(self, reply: Reply) -> Reply:
-        """A server that echoes the request headers must not put the key into the cache or the verdicts."""
-        if self._key:
-            for field in ("text", "raw", "error"):
-                value = getattr(reply, field)
-                if value and self._key in value:
-                    setattr(reply, field, value.replace(self._key, "***"))
-        return reply
-
-    def _body(self, call: Call) -> dict:
-        d = self.judge.decoding
-        body = {
-            "model": self.judge.model,
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": call.request.prompt},
-            ],
-            "max_tokens": call.request.max_tokens,
-            "temperature": d.temperature,
-        }
-        if call.seed is not None:
-            body["seed"] = call.seed
-        if call.request.choices and d.top_logprobs:
-            body["logprobs"] = True
-            body["top_logprobs"] = d.top_logprobs
-        return body
-
-    async def _call(self, client: httpx.AsyncClient, call: Call) -> Reply:
-        """One call with its retries. A 429 that says when to come back (Retry-After) is not a failure: it
-        is waited out — by every call of this batch, which pause together instead of adding to the storm —
-        without spending a retry, within `rate_limit_wait_s` per call. Everything else retryable spends one."""
-        body = self._body(call)
-        last = ""
-        t0 = time.perf_counter()
-        attempt, rate_waited = 0, 0.0
-        while True:
-            pause = self._pause_until - time.monotonic()
-            if pause > 0:  # another call of this batch was told to come back later
-                await asyncio.sleep(pause)
-            wait = None
-            try:
-                response = await client.post(self.url, json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            else:
-                if response.status_code < 300:
-                    reply = parse_completion(response.text, call.request.choices)
-                    reply.latency_ms = (time.perf_counter() - t0) * 1000
-                    return reply
-                last = f"HTTP {response.status_code}: {response.text[:200]}"
-                if response.status_code not in _RETRY_STATUS:
-                    break  # 400/401/404...: retrying will not help
-                wait = retry_after_seconds(response.headers.get("retry-after"))
-                if response.status_code == 429 and wait is not None:
-                    self._pause_until = max(self._pause_until, time.monotonic() + wait)
-                    if rate_waited + wait <= self.judge.rate_limit_wait_s:
-                        rate_waited += wait
-                        await asyncio.sleep(wait)
-                        continue
-            if attempt >= self.judge.max_retries:
-                break
-            backoff = min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)  # jittered exponential
-            attempt += 1
-            await asyncio.sleep(wait if wait is not None else backoff)
-        return Reply(error=f"transport: {last}", latency_ms=(time.perf_counter() - t0) * 1000)
-
-
 def parse_completion(body: str, choices: tuple[str, ...]) -> Reply:
     """A 200 response: text, choice probabilities and usage; malformed JSON or no choices → unparsable."""
     try:
@@ -251,10 +125,15 @@ def parse_completion(body: str, choices: tuple[str, ...]) -> Reply:
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return Reply(raw=body[:4000], error=f"unparsable: not a chat completion: {body[:80]!r}")
     usage = data.get("usage") or {}
-    tokens = usage.get("total_tokens")
     return Reply(
         text=text,
         probs=choice_probs(choice.get("logprobs"), choices),
-        tokens=int(tokens) if tokens is not None else None,
+        tokens=_int(usage.get("total_tokens")),
+        tokens_in=_int(usage.get("prompt_tokens")),
+        tokens_out=_int(usage.get("completion_tokens")),
         raw=body[:4000],
     )
+
+
+def _int(value) -> int | None:
+    return int(value) if value is not None else None

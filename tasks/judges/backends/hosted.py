@@ -1,0 +1,278 @@
+"""What every hosted-model backend shares, around the provider's official SDK client.
+
+The SDK does the protocol: authentication, endpoints (Azure's deployment URLs included), proxies from the
+environment, error types. Around it the project keeps what a judge panel needs and the SDKs do not give a
+whole batch: bounded concurrency (a semaphore), token buckets for requests and tokens per minute, retries
+with jittered exponential backoff on 429 / 5xx / timeouts / dropped connections that honour Retry-After
+across the batch, a circuit breaker (`breaker_failures` calls failing in a row, after their retries, stop
+the batch with JudgeBackendError), and per-model capability handling: a request parameter the server
+rejects as unsupported is dropped or renamed once, the call sent again without spending a retry, and the
+finding remembered for that endpoint and model (`Reply.notes`, counted in coverage). The SDK's own retries
+are off (max_retries=0) so that one policy decides.
+
+A subclass names its SDK's error classes and says how to build the client, send one request and read the
+reply. The key comes from `api_key_env` or a Prefect Secret block (`api_key_secret`), else the SDK reads
+its own environment variable; it is only ever placed in a header, never in a message, a log line or the
+cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+
+from prefect.blocks.system import Secret
+
+from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.backends.base import JudgeBackendError
+from judgeops.tasks.judges.calls import Call, Reply
+from judgeops.tasks.judges.prompts import SYSTEM
+
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}  # 529: Anthropic's "overloaded"
+
+# what each endpoint and model was found not to take: (backend, base_url, model) -> {param: fix}; a fix is
+# "drop" or the name to send the value under instead. Shared by the batches of one process.
+_FINDINGS: dict[tuple[str, str, str], dict[str, str]] = {}
+_FINDINGS_LOCK = threading.Lock()
+
+
+def resolve_api_key(judge: JudgeConfig) -> str | None:
+    """The configured key, or None to let the SDK read its own environment variable."""
+    if judge.api_key_env:
+        key = os.environ.get(judge.api_key_env)
+        if not key:
+            raise JudgeBackendError(
+                f"judge {judge.name}: environment variable {judge.api_key_env} is not set"
+            )
+        return key
+    if judge.api_key_secret:
+        return Secret.load(judge.api_key_secret).get()
+    return None
+
+
+class TokenBucket:
+    """Refills `rate` per minute up to one minute's worth; `take(n)` waits until n are available."""
+
+    def __init__(self, per_minute: float | None):
+        self.rate = per_minute / 60 if per_minute else None
+        self.capacity = per_minute or 0.0
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+        self.lock = asyncio.Lock()
+
+    async def take(self, n: float = 1.0) -> None:
+        if self.rate is None:
+            return
+        n = min(n, self.capacity)
+        async with self.lock:
+            while True:
+                now = time.monotonic()
+                self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+                self.stamp = now
+                if self.level >= n:
+                    self.level -= n
+                    return
+                await asyncio.sleep((n - self.level) / self.rate)
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After as seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+class _Breaker:
+    def __init__(self, limit: int):
+        self.limit, self.in_a_row, self.last = limit, 0, ""
+
+    def record(self, reply: Reply) -> None:
+        if reply.transport_failure:
+            self.in_a_row += 1
+            self.last = reply.error or ""
+        else:
+            self.in_a_row = 0
+
+    @property
+    def open(self) -> bool:
+        return self.in_a_row >= self.limit
+
+
+def _transport_name(exc: BaseException) -> str:
+    """'ConnectError: ...', 'ReadTimeout: ...': the transport's own error under the SDK's wrapper, which
+    is what coverage sorts causes by (tasks/judges/coverage.py: failure_cause)."""
+    cause = exc.__cause__ or exc
+    text = str(cause)
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
+class HostedBackend:
+    """One judge's batches through an SDK client; see the module docstring."""
+
+    kind = "hosted"
+    status_error: type[BaseException] = ()  # the SDK's HTTP-status error (has .status_code, .response)
+    connection_error: type[BaseException] = ()  # the SDK's timeout/connection error
+
+    def __init__(self, judge: JudgeConfig):
+        self.judge = judge
+        self._key = resolve_api_key(judge)
+        self.breaker = _Breaker(judge.breaker_failures)
+        self._pause_until = 0.0  # monotonic time before which no call is sent (a 429's Retry-After)
+        where = (self.kind, judge.base_url or "", judge.model)
+        with _FINDINGS_LOCK:
+            self.findings = _FINDINGS.setdefault(where, {})
+
+    # --- what a subclass provides ---------------------------------------------------------------------
+    def _client(self):
+        raise NotImplementedError
+
+    async def _send(self, client, call: Call) -> tuple[str, int]:
+        """Send one request; (raw body, HTTP status) of a 2xx answer; the SDK raises for the rest."""
+        raise NotImplementedError
+
+    def _parse(self, body: str, call: Call) -> Reply:
+        raise NotImplementedError
+
+    def _unsupported(self, status: int, body: str) -> tuple[str, str] | None:
+        """(parameter, fix) when this error says the model does not take a parameter we send."""
+        return None
+
+    def _tokens_estimate(self, call: Call) -> float:
+        return len(SYSTEM + call.request.prompt) / 4 + call.request.max_tokens
+
+    # --- the shared skeleton --------------------------------------------------------------------------
+    def close(self) -> None:
+        pass
+
+    def complete(self, calls: list[Call]) -> dict[str, Reply]:
+        """One reply per call. When the breaker opens, raises JudgeBackendError carrying the replies
+        produced so far (`.replies`), so the caller can cache them before the batch stops."""
+        out: dict[str, Reply] = {}
+        box: dict = {}
+
+        def runner() -> None:  # own thread, own event loop: safe inside a Prefect task or a notebook
+            try:
+                asyncio.run(self._complete(calls, out))
+            except BaseException as exc:  # re-raised in the caller's thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=runner, name=f"judgeops-{self.kind}")
+        thread.start()
+        thread.join()
+        if "error" in box:
+            box["error"].replies = out
+            raise box["error"]
+        return out
+
+    async def _complete(self, calls: list[Call], out: dict[str, Reply]) -> None:
+        judge = self.judge
+        semaphore = asyncio.Semaphore(judge.max_concurrency)
+        requests = TokenBucket(judge.requests_per_minute)
+        tokens = TokenBucket(judge.tokens_per_minute)
+        client = self._client()
+        try:
+
+            async def one(call: Call) -> None:
+                async with semaphore:
+                    if self.breaker.open:
+                        return
+                    await requests.take(1)
+                    await tokens.take(self._tokens_estimate(call))
+                    reply = self._redacted(await self._call(client, call))
+                    self.breaker.record(reply)
+                    out[call.key] = reply
+
+            await asyncio.gather(*(one(c) for c in calls))
+        finally:
+            await client.close()
+        if self.breaker.open:
+            raise JudgeBackendError(
+                f"judge {judge.name}: {self.breaker.in_a_row} calls in a row failed at "
+                f"{judge.base_url or 'the default endpoint'} (last: {self.breaker.last}); stopping this "
+                "batch. Finished calls are cached: rerun to resume from where it stopped."
+            )
+
+    def _redacted(self, reply: Reply) -> Reply:
+        """A server that echoes the request headers must not put the key into the cache or the verdicts."""
+        if self._key:
+            for field in ("text", "raw", "error"):
+                value = getattr(reply, field)
+                if value and self._key in value:
+                    setattr(reply, field, value.replace(self._key, "***"))
+        return reply
+
+    def _learn(self, param: str, fix: str) -> str:
+        with _FINDINGS_LOCK:
+            self.findings[param] = fix
+        return f"{param} dropped" if fix == "drop" else f"{param} sent as {fix}"
+
+    async def _call(self, client, call: Call) -> Reply:
+        """One call with its retries. A 429 that says when to come back (Retry-After) is not a failure: it
+        is waited out — by every call of this batch, which pause together instead of adding to the storm —
+        without spending a retry, within `rate_limit_wait_s` per call. A parameter the model does not take
+        is fixed once and the call sent again, also without spending a retry. Everything else retryable
+        spends one."""
+        last, notes = "", []
+        t0 = time.perf_counter()
+        attempt, rate_waited = 0, 0.0
+        while True:
+            pause = self._pause_until - time.monotonic()
+            if pause > 0:  # another call of this batch was told to come back later
+                await asyncio.sleep(pause)
+            wait = None
+            try:
+                body, _ = await self._send(client, call)
+            except self.status_error as exc:
+                status, text = exc.status_code, exc.response.text
+                last = f"HTTP {status}: {text[:200]}"
+                finding = self._unsupported(status, text) if status == 400 else None
+                if finding and self.findings.get(finding[0]) != finding[1]:
+                    notes.append(self._learn(*finding))
+                    continue
+                if status not in RETRY_STATUS:
+                    break  # 400/401/404...: retrying will not help
+                wait = retry_after_seconds(exc.response.headers.get("retry-after"))
+                if status == 429 and wait is not None:
+                    self._pause_until = max(self._pause_until, time.monotonic() + wait)
+                    if rate_waited + wait <= self.judge.rate_limit_wait_s:
+                        rate_waited += wait
+                        await asyncio.sleep(wait)
+                        continue
+            except self.connection_error as exc:
+                last = _transport_name(exc)
+            else:
+                reply = self._parse(body, call)
+                reply.latency_ms = (time.perf_counter() - t0) * 1000
+                reply.notes = "; ".join(notes) or None
+                return reply
+            if attempt >= self.judge.max_retries:
+                break
+            backoff = min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)  # jittered exponential
+            attempt += 1
+            await asyncio.sleep(wait if wait is not None else backoff)
+        return Reply(
+            error=f"transport: {last}",
+            latency_ms=(time.perf_counter() - t0) * 1000,
+            notes="; ".join(notes) or None,
+        )
+
+
+def params_with(findings: dict[str, str], params: dict, drop_together: Callable[[str], tuple[str, ...]]):
+    """`params` with what this model was found not to take dropped or renamed."""
+    out = dict(params)
+    for param, fix in findings.items():
+        for name in drop_together(param):
+            if name in out:
+                value = out.pop(name)
+                if fix != "drop":
+                    out[fix] = value
+    return out
