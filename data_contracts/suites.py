@@ -177,6 +177,11 @@ def coverage_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
                 "n_error",
                 "n_calls",
                 "cache_hits",
+                "tokens_in",
+                "tokens_out",
+                "cost_usd",
+                "spent_usd",
+                "cost_per_1k_verdicts",
                 *COVERAGE_CAUSES,
             )
         ],

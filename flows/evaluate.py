@@ -72,8 +72,10 @@ def evaluate(
         artifacts: Refs = ingest_stage(store, config, as_of, reuse)
         ingest_summary_stage(store, artifacts)
         artifacts |= construct_stage(store, artifacts, config.construction, reuse, cache)
-        artifacts |= judge_stage(store, artifacts, config.judges, config.batch_size, reuse, cache)
-        artifacts |= validate_stage(store, artifacts, config.judges, reuse)
+        artifacts |= judge_stage(
+            store, artifacts, config.judges, config.batch_size, reuse, cache, config.cost
+        )
+        artifacts |= validate_stage(store, artifacts, config.judges, reuse, config.cost.prices)
         if config.robustness.injection:
             artifacts |= robustness_stage(store, artifacts, config.judges, config.robustness, reuse, cache)
         artifacts |= aggregate_stage(

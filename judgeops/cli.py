@@ -51,7 +51,7 @@ def _write(frame, path: str) -> None:
 
 
 def cmd_run(args) -> int:
-    run = api.evaluate(args.config, args.as_of, reuse=not args.no_reuse, store_url=args.store)
+    run = api.evaluate(args.config, args.as_of, not args.no_reuse, args.store, args.max_cost)
     print(f"run {run.run_id}\nartifacts: {Path(run.report).parent}\nreport: {run.report}")
     return 0
 

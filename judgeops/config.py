@@ -396,6 +396,25 @@ class CalibrationConfig(_Strict):
     seed: int = 0
 
 
+class Price(_Strict):
+    """What a model's tokens cost, in dollars per million."""
+
+    input_per_1m: float = Field(ge=0)
+    output_per_1m: float = Field(ge=0)
+
+
+class CostConfig(_Strict):
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="per model name: dollars per 1M input and output tokens"
+    )
+    max_cost: float | None = Field(
+        None,
+        gt=0,
+        description="dollars the judge stage's new calls may spend in one run; it stops before a chunk of calls "
+        "would exceed it (what was answered is cached: rerun with a larger budget to resume)",
+    )
+
+
 class StoreConfig(_Strict):
     url: str = Field(
         DEFAULT_STORE_URL, description="fsspec URL: a local path, file://..., s3://bucket/prefix"
@@ -417,6 +436,7 @@ class EvaluateConfig(_Strict):
     calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
     batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")
 
     @model_validator(mode="after")
@@ -425,6 +445,19 @@ class EvaluateConfig(_Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"judge names must be unique; repeated: {dupes}")
+        return self
+
+    @model_validator(mode="after")
+    def _budget_needs_prices(self) -> EvaluateConfig:
+        if self.cost.max_cost is not None:
+            unpriced = sorted(
+                {j.model for j in self.judges if j.backend in ("openai", "anthropic")} - set(self.cost.prices)
+            )
+            if unpriced:
+                raise ValueError(
+                    f"cost.max_cost needs a price for every hosted judge's model; missing: {unpriced} "
+                    "(a self-served model can be priced at 0)"
+                )
         return self
 
 

@@ -199,6 +199,9 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("tokens_in", pa.int64()),
                 pa.field("tokens_out", pa.int64()),
                 pa.field("request_adjustments", _STR),
+                pa.field("cost_usd", _F),  # what the verdicts cost to produce (cache hits included)
+                pa.field("spent_usd", _F),  # what this run paid for them (cache hits free)
+                pa.field("cost_per_1k_verdicts", _F),
             ),
             ("judge_id",),
             "per judge: how many of the expected calls produced a usable verdict",

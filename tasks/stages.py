@@ -22,9 +22,11 @@ from judgeops.config import (
     AggregationConfig,
     BankSource,
     ConstructionConfig,
+    CostConfig,
     EvaluateConfig,
     InboxSource,
     JudgeConfig,
+    Price,
     ProfileConfig,
     RobustnessConfig,
 )
@@ -175,6 +177,7 @@ def judge_stage(
     batch_size: int,
     reuse: bool = True,
     cache_path: str | None = None,
+    cost: CostConfig | None = None,
 ) -> Refs:
     def incomplete(outputs: dict[str, pd.DataFrame]) -> str | None:
         n = transport_failures(outputs["verdicts"])
@@ -184,8 +187,8 @@ def judge_stage(
         store,
         JUDGE,
         JUDGE.select(artifacts),
-        {"judges": judges},
-        lambda t: {"verdicts": judge_all(t, judges, store.run_id, batch_size, _Progress, cache_path)},
+        {"judges": judges, "cost": cost},
+        lambda t: {"verdicts": judge_all(t, judges, store.run_id, batch_size, _Progress, cache_path, cost)},
         reuse,
         incomplete=incomplete,
     )
@@ -234,10 +237,14 @@ def robustness_stage(
 
 @task(name="validate", cache_policy=NO_CACHE)
 def validate_stage(
-    store: ArtifactStore, artifacts: Refs, judges: list[JudgeConfig], reuse: bool = True
+    store: ArtifactStore,
+    artifacts: Refs,
+    judges: list[JudgeConfig],
+    reuse: bool = True,
+    prices: dict[str, Price] | None = None,
 ) -> Refs:
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-        table = coverage(t["verdicts"], t["variants"], judges, t.get("pairs"))
+        table = coverage(t["verdicts"], t["variants"], judges, t.get("pairs"), prices)
         for row in table[table["coverage"] < 1.0].itertuples():
             logger().warning(
                 "coverage: judge %s answered %d of %d calls (%d ties, %d unparsable, %d errors)",
@@ -250,7 +257,14 @@ def validate_stage(
             )
         return {"coverage": table}
 
-    return run_stage(store, VALIDATE, VALIDATE.select(artifacts), {"judges": judges}, compute, reuse)
+    return run_stage(
+        store,
+        VALIDATE,
+        VALIDATE.select(artifacts),
+        {"judges": judges, "prices": prices or {}},
+        compute,
+        reuse,
+    )
 
 
 @task(name="aggregate", cache_policy=NO_CACHE)

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from judgeops.config import JudgeConfig
+from judgeops.config import CostConfig, JudgeConfig, Price
 from judgeops.flows.evaluate import evaluate
 from judgeops.schemas.store import ArtifactStore
 from judgeops.tasks.judges import coverage
+from judgeops.tasks.judges.cost import BudgetExceeded, cost_columns
+from judgeops.tasks.judges.runner import judge_all as stage_judge_all
 from tests.conftest import http_judge, judge_all, small_config
 
 REASONING = r"^(o\d|gpt-5)"
@@ -146,3 +151,59 @@ def test_anthropic_overload_and_rate_limits_are_retried(server_factory, built, t
     assert {e["key_sha256"] for e in server.entries()} == {
         hashlib.sha256(b"from-the-environment").hexdigest()
     }
+
+
+def tables_of(built) -> dict:
+    items, b = built
+    return {"variants": b["variants"], "pairs": b["pairs"], "items": items}
+
+
+def test_cost_per_judge_from_reported_tokens_and_a_budget_that_stops_and_resumes(
+    server_factory, built, tmp_path
+):
+    server = server_factory()
+    judge = http_judge(server.url, max_concurrency=2)
+    prices = {"test-model": Price(input_per_1m=2.5, output_per_1m=10.0)}
+    cache = tmp_path / "cache.sqlite"
+    n = len(built[1]["variants"])
+
+    # a budget for about a third of the calls: the stage stops before the chunk that would pass it
+    full = judge_all(built, judge, tmp_path / "probe.sqlite")
+    one_call = float(cost_columns(full, judge, prices)["cost_usd"]) / n
+    with pytest.raises(
+        BudgetExceeded, match=r"budget reached: judge http's next \d+ calls .* rerun with a larger"
+    ):
+        judge_all_runs(built, judge, cache, CostConfig(prices=prices, max_cost=one_call * n / 3))
+    answered_before = len(server.entries()) - n
+    assert 0 < answered_before < n / 3 + 1
+
+    # resumed with a larger budget: only the calls not yet answered are paid, none twice
+    verdicts = judge_all_runs(built, judge, cache, CostConfig(prices=prices, max_cost=1.0))
+    assert verdicts["error"].isna().all() and len(verdicts) == n
+    assert len(server.entries()) == 2 * n  # the probe's n, then n across the stopped run and its resumption
+
+    cov = coverage(verdicts, built[1]["variants"], [judge], prices=prices).iloc[0]
+    expected = (verdicts["tokens_in"].sum() * 2.5 + verdicts["tokens_out"].sum() * 10.0) / 1e6
+    assert cov["cost_usd"] == pytest.approx(expected) and cov["cost_per_1k_verdicts"] == pytest.approx(
+        1000 * expected / n
+    )
+    assert 0 < cov["spent_usd"] < cov["cost_usd"]  # the calls answered before the stop were not paid again
+    warm = coverage(judge_all(built, judge, cache), built[1]["variants"], [judge], prices=prices).iloc[0]
+    assert warm["spent_usd"] == 0 and warm["cost_usd"] == pytest.approx(expected)
+
+
+def judge_all_runs(built, judge, cache, cost):
+    return stage_judge_all(tables_of(built), [judge], "r", cache_path=str(cache), cost=cost)
+
+
+def test_a_budget_without_prices_for_the_hosted_judges_is_refused_before_the_run(tmp_path):
+    path = tmp_path / "judgeops.yaml"
+    path.write_text("judges:\n  - {name: o4, backend: openai, model: o4-mini}\ncost: {prices: {}}\n")
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "judgeops"), "run", "--config", str(path), "--max-cost", "5"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2
+    assert "cost.max_cost needs a price for every hosted judge's model; missing: ['o4-mini']" in out.stderr

@@ -15,9 +15,10 @@ from judgeops.schemas.store import StoreError
 from judgeops.tasks.aggregate.scoring import InputError
 from judgeops.tasks.ingest import IngestError
 from judgeops.tasks.judges.backends.base import JudgeBackendError
+from judgeops.tasks.judges.cost import BudgetExceeded
 
-# a run stopped on purpose: a broken contract, an unreadable source, a full store, a judge that gave up
-STOPPING = (ContractViolation, IngestError, StoreError, JudgeBackendError)
+# a run stopped on purpose: a broken contract, an unreadable source, a full store, a judge that gave up, the budget
+STOPPING = (ContractViolation, IngestError, StoreError, JudgeBackendError, BudgetExceeded)
 # a command on a votes file: the file or the method's parameters are wrong
 BAD_VOTES = (InputError, ValueError, TypeError)
 

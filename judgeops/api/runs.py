@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeops.config import EvaluateConfig, JudgeConfig, load_config, sources_from_specs
+from judgeops.config import EvaluateConfig, JudgeConfig, load_config, parse_config, sources_from_specs
 from judgeops.flows import clock
 from judgeops.flows.evaluate import evaluate as evaluate_flow
 from judgeops.flows.ingest import ingest as ingest_flow
@@ -51,9 +51,15 @@ def evaluate(
     as_of: dt.date | None = None,
     reuse: bool = True,
     store_url: str | None = None,
+    max_cost: float | None = None,
 ) -> Run:
-    """Run the evaluate flow (a config object, a judgeops.yaml path, or None for ./judgeops.yaml or the default)."""
+    """Run the evaluate flow (a config object, a judgeops.yaml path, or None for ./judgeops.yaml or the default).
+    `max_cost` overrides the config's `cost.max_cost` (checked again: the hosted judges need prices)."""
     config = _config(config, store_url)
+    if max_cost is not None:
+        data = config.model_dump(mode="json")
+        data["cost"]["max_cost"] = max_cost
+        config = parse_config(data, "--max-cost")
     result = evaluate_flow(config=config, as_of=as_of, reuse=reuse)
     return Run(result.run_id, config.store.url, result.as_of, result.report)
 

@@ -6,8 +6,9 @@ import re
 
 import pandas as pd
 
-from judgeops.config import JudgeConfig
+from judgeops.config import JudgeConfig, Price
 from judgeops.schemas.artifacts import FAILURE_CAUSES
+from judgeops.tasks.judges.cost import cost_columns
 from judgeops.tasks.judges.runner import select_subset
 
 
@@ -61,11 +62,12 @@ def coverage(
     variants: pd.DataFrame,
     judges: list[JudgeConfig],
     pairs: pd.DataFrame | None = None,
+    prices: dict[str, Price] | None = None,
 ) -> pd.DataFrame:
     """Per judge: calls expected (every variant, or its max_pairs subset), verdicts usable, ties,
     unparsable outputs, errors — split by cause (`failure_cause`; n_error = their sum + n_missing) — backend
-    calls made and cache hits, tokens in and out, and the request changes a model forced (a parameter it
-    does not take, dropped or renamed).
+    calls made and cache hits, tokens in and out, the request changes a model forced (a parameter it does not
+    take, dropped or renamed), and with `prices` what the verdicts cost (tasks/judges/cost.py: cost_columns).
 
     A missing row counts as an error: nothing is lost silently.
     """
@@ -96,6 +98,7 @@ def coverage(
                 "tokens_in": _sum_or_none(v["tokens_in"]),
                 "tokens_out": _sum_or_none(v["tokens_out"]),
                 "request_adjustments": _adjustments(v["request_notes"]),
+                **cost_columns(v, judge, prices or {}),
             }
         )
     return pd.DataFrame(rows)

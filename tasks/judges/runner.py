@@ -23,11 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judgeops.config import JudgeConfig
+from judgeops.config import CostConfig, JudgeConfig
 from judgeops.tasks.judges.backends.base import Backend
 from judgeops.tasks.judges.backends.factory import get_backend
 from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Call, Reply, make_call
+from judgeops.tasks.judges.cost import Budget, BudgetExceeded
 from judgeops.tasks.judges.programmatic import check_response, judge_unit
 from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
 
@@ -127,13 +128,16 @@ def complete_cached(
     chunk_size: int = 64,
     backend: Backend | None = None,
     on_step: Callable[[int, int, int], None] | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, Reply]:
     """Replies for calls: cache hits first, the misses through the backend in chunks, each chunk committed
     to the cache as soon as it is back. `on_step(cache hits, answered, transport failures)` after the
     lookup and after each chunk. The backend is created only if there is a miss.
 
-    Raises JudgeBackendError when the backend gives up; what it answered is cached first.
+    Raises JudgeBackendError when the backend gives up, BudgetExceeded before a chunk that would take the
+    run past its budget; what was answered is cached first.
     """
+    budget = budget or Budget()
     step = on_step or (lambda hits, answered, failed: None)
     replies = cache.get_many(sorted({c.key for c in calls}))
     step(sum(c.key in replies for c in calls), 0, 0)
@@ -147,6 +151,11 @@ def complete_cached(
         own = [c for c in pending if c.key in mine]
         for start in range(0, len(own), chunk_size):
             chunk = own[start : start + chunk_size]
+            try:
+                budget.check(judge, chunk)
+            except BudgetExceeded:
+                cache.release([c.key for c in own])
+                raise
             backend = backend or get_backend(judge)
             cache.record_sent(judge.backend, judge.model, [c.key for c in chunk])
             try:
@@ -158,6 +167,7 @@ def complete_cached(
                 raise
             cache.put_many(judge.backend, judge.model, got)
             cache.release([c.key for c in chunk])
+            budget.charge(judge, got)
             replies.update(got)
             step(0, len(got), sum(r.transport_failure for r in got.values()))
         if theirs:
@@ -174,6 +184,7 @@ def run_judge(
     chunk_size: int = 64,
     progress: Callable[[int, int, int], None] | None = None,
     backend: Backend | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, JudgedUnit]:
     """An LLM judge over units: every protocol phase, every sample, through the cache.
 
@@ -203,7 +214,7 @@ def run_judge(
             if progress and answered_now:
                 progress(answered, hits, failures)
 
-        replies = complete_cached(judge, calls, cache, chunk_size, backend, tally)
+        replies = complete_cached(judge, calls, cache, chunk_size, backend, tally, budget)
         for unit_key, unit_calls in asked.items():
             state[unit_key] = (state[unit_key] or []) + [replies[c.key] for c in unit_calls]
         open_ = list(asked)
@@ -258,6 +269,7 @@ def _judge_units(
     batch_size: int,
     progress: ProgressFn | None,
     cache_path: str | None,
+    budget: Budget | None = None,
 ) -> list[dict]:
     """The one judging skeleton: each (judge, the judge as asked, its units) in turn, programmatic judges
     directly in batches, LLM judges through the call cache in small chunks; one `verdicts` row per unit. A
@@ -287,7 +299,7 @@ def _judge_units(
                     report(base[0] + min(n, answered + cached), total, base[1] + failed, base[2] + cached)
 
                 chunk = min(batch_size, max(8, 4 * judge.max_concurrency))  # LLM calls are slow: small chunks
-                judged = run_judge(asked, units, cache, chunk_size=chunk, progress=tick)
+                judged = run_judge(asked, units, cache, chunk_size=chunk, progress=tick, budget=budget)
                 done += n
                 hits += sum(j.cache_hits for j in judged.values())
             errors += sum(j.decision.verdict is None for j in judged.values())
@@ -315,6 +327,7 @@ def judge_variants(
     progress: ProgressFn | None = None,
     external_pairs: pd.DataFrame | None = None,
     cache_path: str | None = None,
+    budget: Budget | None = None,
 ) -> pd.DataFrame:
     """Every judge on every variant (or on its `max_pairs` subset)."""
     context = pairs[["pair_id", "item_id"]].merge(items[["item_id", "question", "gold"]], on="item_id")
@@ -330,7 +343,7 @@ def judge_variants(
         plan.append(
             (judge, judge, units_for(subset, pair.map(context["question"]), pair.map(context["gold"])))
         )
-    out = pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path))
+    out = pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path, budget))
     for col in ("p_first", "flip_rate", "p_first_sd"):
         out[col] = out[col].astype(float)
     return out
@@ -352,6 +365,7 @@ def judge_responses(
     cache_path: str | None = None,
     progress: ProgressFn | None = None,
     batch_size: int = 500,
+    budget: Budget | None = None,
 ) -> pd.DataFrame:
     """Every judge says whether each examinee answer is correct, the answer shown alone (protocol
     `response_check`: one yes/no; programmatic judges apply their own notion of a good answer). A judge with
@@ -372,7 +386,7 @@ def judge_responses(
         )
         for judge in judges
     ]
-    return pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path))
+    return pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path, budget))
 
 
 def judge_all(
@@ -382,10 +396,13 @@ def judge_all(
     batch_size: int = 500,
     progress: Callable[[str], ProgressFn | None] = lambda what: None,
     cache_path: str | None = None,
+    cost: CostConfig | None = None,
 ) -> pd.DataFrame:
     """The judge stage's `verdicts`: every judge on every displayed variant (`variants`, `pairs`, `items`,
     optionally `external_pairs`), then on every examinee answer shown alone (`responses`, when given).
-    `progress(what)` gives the progress callback of each part."""
+    `progress(what)` gives the progress callback of each part; `cost.max_cost` bounds what the new calls of
+    both parts spend together (BudgetExceeded)."""
+    budget = Budget(cost)
     verdicts = judge_variants(
         tables["variants"],
         tables["pairs"],
@@ -396,11 +413,12 @@ def judge_all(
         progress("judge calls"),
         external_pairs=tables.get("external_pairs"),
         cache_path=cache_path,
+        budget=budget,
     )
     responses = tables.get("responses")
     if responses is not None and len(responses):
         on_responses = judge_responses(
-            responses, tables["items"], judges, run_id, cache_path, progress("response checks")
+            responses, tables["items"], judges, run_id, cache_path, progress("response checks"), budget=budget
         )
         verdicts = pd.concat([verdicts, on_responses], ignore_index=True)
     return verdicts
