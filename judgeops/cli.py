@@ -51,9 +51,11 @@ def _write(frame, path: str) -> None:
 
 
 def cmd_run(args) -> int:
+    gates = api.parse_fail_under(args.fail_under)  # a malformed gate fails before the run, not after
     run = api.evaluate(args.config, args.as_of, not args.no_reuse, args.store, args.max_cost)
-    print(f"run {run.run_id}\nartifacts: {Path(run.report).parent}\nreport: {run.report}")
-    return 0
+    result = api.summary(run, gates, args.fail_on)
+    print(json.dumps(result) if args.json else "\n".join(api.summary_lines(result)))
+    return result["exit_code"]
 
 
 def cmd_ingest(args) -> int:

@@ -1,5 +1,6 @@
 """The `judgeops` command line: `run` as a subprocess (as a user runs it), the rest in-process."""
 
+import json
 import os
 import re
 import subprocess
@@ -75,6 +76,32 @@ def test_run_report_and_store_commands(config_file, capsys, tmp_path):
 
     assert main(["--config", str(config_file), "report"]) == 0
     assert capsys.readouterr().out.strip() == f"report: {report}"
+
+    # CI gating on the same store (every stage reused): one JSON object on stdout, and the gates' exit code
+    def run_json(*options: str) -> subprocess.CompletedProcess:
+        return judgeops("--config", str(config_file), "run", "--as-of", "2026-11-16", *options, cwd=tmp_path)
+
+    gated = run_json("--json", "--fail-under", "auto=0.0", "--fail-under", "reference_match=0.99")
+    assert gated.returncode == 2, gated.stderr[-3000:]
+    summary = json.loads(gated.stdout)
+    assert {g["name"]: g["passed"] for g in summary["gates"]} == {"auto": True, "reference_match": False}
+    assert summary["exit_code"] == 2 and summary["run_id"] != run_id
+    assert (
+        0 <= summary["consensus"]["auto"]["accuracy"] <= 1
+        and summary["judges"]["reference_match"]["coverage"] == 1
+    )
+    strict = run_json("--json", "--fail-on", "coverage", "--fail-under", "auto=0.0")
+    assert (
+        strict.returncode == 3 and json.loads(strict.stdout)["partial_coverage"]
+    )  # numeric_consistency's ties
+    passed = run_json("--fail-under", "auto=0.0")
+    assert passed.returncode == 0 and "gate auto ≥ 0.0:" in passed.stdout and "passed" in passed.stdout
+    unknown = run_json("--fail-under", "nosuch=0.5")
+    assert (
+        unknown.returncode == 2 and "no judge or consensus method of this run has that name" in unknown.stderr
+    )
+    malformed = run_json("--fail-under", "auto")
+    assert malformed.returncode == 2 and "expected JUDGE_OR_METHOD=ACCURACY" in malformed.stderr
 
 
 def test_store_show_of_a_missing_artifact_is_a_clear_error(capsys, tmp_path):

@@ -7,6 +7,7 @@ import logging
 import prefect.main  # noqa: F401 - sets up Prefect's logging, whose console handler gets the filter below
 from prefect.logging.handlers import PrefectConsoleHandler
 
+from judgeops.api.gates import GateError
 from judgeops.api.operations import OperationError
 from judgeops.config import ConfigError
 from judgeops.data_contracts import ContractViolation
@@ -25,7 +26,7 @@ BAD_VOTES = (InputError, ValueError, TypeError)
 
 def describe(exc: BaseException, command: str) -> tuple[int, str] | None:
     """(exit code, one-line message) for an error meant for the user; None for a bug (shown with traceback)."""
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, ConfigError | GateError):
         return 2, str(exc)
     if isinstance(exc, STOPPING) and command in ("run", "ingest", "recalibrate", "backfill"):
         return 1, f"judgeops {command} stopped: {exc}"
