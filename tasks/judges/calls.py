@@ -23,6 +23,12 @@ class Request:
     choices: tuple[str, ...] = ()
 
 
+def token_estimate(request: Request) -> tuple[float, int]:
+    """(input, output) tokens a request may use before it is sent: ~4 characters a token for the system and
+    user prompts, and at most `max_tokens` generated. Rate limits and the budget both plan with it."""
+    return len(SYSTEM + request.prompt) / 4, request.max_tokens
+
+
 @dataclass
 class Reply:
     text: str | None = None

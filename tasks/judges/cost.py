@@ -12,8 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from judgeops.config import CostConfig, JudgeConfig, Price
-from judgeops.tasks.judges.calls import Call, Reply
-from judgeops.tasks.judges.prompts import SYSTEM
+from judgeops.tasks.judges.calls import Call, Reply, token_estimate
 
 
 class BudgetExceeded(RuntimeError):
@@ -44,8 +43,9 @@ class Budget:
         return self.config.prices.get(judge.model)
 
     def estimate(self, judge: JudgeConfig, calls: list[Call]) -> float:
-        tokens_in = sum(len(SYSTEM) + len(c.request.prompt) for c in calls) / 4
-        return dollars(self.price(judge), tokens_in, sum(c.request.max_tokens for c in calls))
+        estimates = [token_estimate(c.request) for c in calls]
+        tokens_in, tokens_out = sum(i for i, _ in estimates), sum(o for _, o in estimates)
+        return dollars(self.price(judge), tokens_in, tokens_out)
 
     def check(self, judge: JudgeConfig, calls: list[Call]) -> None:
         limit = self.config.max_cost

@@ -30,8 +30,7 @@ from prefect.blocks.system import Secret
 
 from judgeops.config import JudgeConfig
 from judgeops.tasks.judges.backends.base import JudgeBackendError
-from judgeops.tasks.judges.calls import Call, Reply
-from judgeops.tasks.judges.prompts import SYSTEM
+from judgeops.tasks.judges.calls import Call, Reply, token_estimate
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}  # 529: Anthropic's "overloaded"
 
@@ -146,9 +145,6 @@ class HostedBackend:
         """(parameter, fix) when this error says the model does not take a parameter we send."""
         return None
 
-    def _tokens_estimate(self, call: Call) -> float:
-        return len(SYSTEM + call.request.prompt) / 4 + call.request.max_tokens
-
     # --- the shared skeleton --------------------------------------------------------------------------
     def close(self) -> None:
         pass
@@ -186,7 +182,7 @@ class HostedBackend:
                     if self.breaker.open:
                         return
                     await requests.take(1)
-                    await tokens.take(self._tokens_estimate(call))
+                    await tokens.take(sum(token_estimate(call.request)))
                     reply = self._redacted(await self._call(client, call))
                     self.breaker.record(reply)
                     out[call.key] = reply
