@@ -15,7 +15,7 @@ import datetime as dt
 from prefect import flow, runtime
 from pydantic import BaseModel
 
-from judgeops.config import EvaluateConfig, config_for_run
+from judgeops.config import EvaluateConfig, config_for_run, panel_hint
 from judgeops.flows.clock import now, run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
@@ -67,6 +67,8 @@ def evaluate(
     as_of, started = run_date(as_of), now()  # the run's one clock: stages are given these
     store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
+    if all(j.backend == "programmatic" for j in config.judges):
+        logger().warning("panel: programmatic judges only, no LLM judge: %s", panel_hint())
     cache = config.cache.path
     with store.recording("evaluate", as_of, config) as record:
         artifacts: Refs = ingest_stage(store, config, as_of, reuse)

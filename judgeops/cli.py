@@ -52,7 +52,7 @@ def _write(frame, path: str) -> None:
 
 def cmd_run(args) -> int:
     gates = api.parse_fail_under(args.fail_under)  # a malformed gate fails before the run, not after
-    run = api.evaluate(args.config, args.as_of, not args.no_reuse, args.store, args.max_cost)
+    run = api.evaluate(args.config, args.as_of, not args.no_reuse, args.store, args.max_cost, args.limit)
     result = api.summary(run, gates, args.fail_on)
     print(json.dumps(result) if args.json else "\n".join(api.summary_lines(result)))
     return result["exit_code"]
@@ -157,6 +157,11 @@ def cmd_audit_apply(args) -> int:
 
 def cmd_simulate_drift(args) -> int:
     print("\n".join(api.simulate_drift(Path(args.out), args.weeks, args.items_per_week, args.seeds)))
+    return 0
+
+
+def cmd_init(args) -> int:
+    print(api.init(args.path, args.force))
     return 0
 
 

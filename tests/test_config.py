@@ -55,5 +55,5 @@ def test_a_missing_config_file_is_named(tmp_path):
 def test_the_example_config_loads_and_its_panel_is_the_default():
     from tests.conftest import ROOT
 
-    config = load_config(ROOT / "judgeops.example.yaml")
+    config = load_config(ROOT / "judgeops" / "judgeops.example.yaml")
     assert config.judges == EvaluateConfig().judges and config.cache == EvaluateConfig().cache

@@ -125,5 +125,5 @@ def test_every_offline_command_and_the_python_example(user):
 
 
 def test_the_example_config_copied_as_told_is_the_default(tmp_path):
-    example = load_config(ROOT / "judgeops.example.yaml")
+    example = load_config(ROOT / "judgeops" / "judgeops.example.yaml")
     assert dump_config(example) == dump_config(EvaluateConfig())

@@ -17,6 +17,7 @@ _MODULES = {
     "judgeops.api.audit": "audit_apply audit_lines audit_propose",
     "judgeops.api.operations": "OperationError backfill deploy open_cache prune_cache serve",
     "judgeops.api.drift": "simulate_drift",
+    "judgeops.api.starter": "init starter_text",
     "judgeops.api.gates": "GateError parse_fail_under summary summary_lines",
     "judgeops.config": "ConfigError EvaluateConfig dump_config load_config",
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 from prefect.settings import PREFECT_API_URL
 
-import judgeops.flows
+import judgeops.deploy
 from judgeops.config import WORKDIR_ENV
 from judgeops.flows.backfill import backfill as backfill_flow
 from judgeops.tasks.judges.cache import CallCache
@@ -29,16 +29,9 @@ class OperationError(RuntimeError):
     """An operation cannot start as asked (no Prefect server, no checkout, no cache): the message says why."""
 
 
-def project_root() -> Path:
-    """The checkout holding deploy/prefect.yaml and flows/ (deployments run from source)."""
-    for candidate in (Path.cwd(), Path(judgeops.flows.__file__).resolve().parent.parent):
-        if (candidate / "deploy" / "prefect.yaml").exists() and (
-            candidate / "flows" / "evaluate.py"
-        ).exists():
-            return candidate
-    raise OperationError(
-        "judgeops deploy needs the project checkout (deploy/prefect.yaml): run it from there"
-    )
+def deployments_file() -> Path:
+    """deploy/prefect.yaml as installed with the package (entrypoints are module paths: no checkout needed)."""
+    return Path(judgeops.deploy.__file__).parent / "prefect.yaml"
 
 
 def require_api() -> str:
@@ -68,14 +61,13 @@ def ensure_pool() -> None:
 
 
 def deploy(workdir: str | Path | None = None) -> int:
-    """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL. Their runs resolve
-    relative paths of the configuration against `workdir` (default: the current folder), not the checkout."""
+    """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL. Their runs work in,
+    and resolve relative paths of the configuration against, `workdir` (default: the current folder)."""
     require_api()
-    root = project_root()
     ensure_pool()
-    cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(root / "deploy" / "prefect.yaml")]
-    env = {**os.environ, WORKDIR_ENV: str(Path(workdir or Path.cwd()).resolve())}
-    return subprocess.call(cmd, cwd=root, env=env)
+    workdir = Path(workdir or Path.cwd()).resolve()
+    cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(deployments_file())]
+    return subprocess.call(cmd, cwd=workdir, env={**os.environ, WORKDIR_ENV: str(workdir)})
 
 
 def wait_for_api(api: str, process: subprocess.Popen, timeout_s: float = 180) -> bool:

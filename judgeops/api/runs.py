@@ -52,10 +52,13 @@ def evaluate(
     reuse: bool = True,
     store_url: str | None = None,
     max_cost: float | None = None,
+    limit: int | None = None,
 ) -> Run:
     """Run the evaluate flow (a config object, a judgeops.yaml path, or None for ./judgeops.yaml or the default).
-    `max_cost` overrides the config's `cost.max_cost` (checked again: the hosted judges need prices)."""
+    `max_cost` overrides the config's `cost.max_cost` (checked again: the hosted judges need prices); `limit`
+    keeps at most that many items (a smoke run)."""
     config = _config(config, store_url)
+    config.sampling.limit = limit or config.sampling.limit
     if max_cost is not None:
         data = config.model_dump(mode="json")
         data["cost"]["max_cost"] = max_cost

