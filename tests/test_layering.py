@@ -21,11 +21,13 @@ from judgeops.tasks.fingerprint import imports_of, module_file
 ALLOWED = {
     "package": set(),  # judgeops/__init__: the version
     "log": set(),  # tasks/log.py: the run logger
+    "rubrics": set(),  # judgeops/rubrics.py: a team's prompt template and verdict parser, checked at config load
+    "deploy": set(),  # deploy/: the deployment definitions, package data
     "schemas": {"package", "data_contracts"},  # the store checks every write against the artifact's contract
     "data_contracts": {"package", "schemas"},
-    "config": {"package", "schemas"},
+    "config": {"package", "schemas", "rubrics"},
     "ingest": {"package", "schemas", "config"},
-    "judges": {"package", "schemas", "config"},
+    "judges": {"package", "schemas", "config", "rubrics"},
     "construct": {"package", "schemas", "data_contracts", "config", "judges"},  # the LLM generator's calls
     "aggregate": {"package", "schemas"},  # parameters come from the caller, not the config model
     "profile": {"package", "schemas", "config"},
@@ -43,7 +45,7 @@ for _part in ("ingest", "judges", "construct", "aggregate", "profile", "drift", 
 TASKS = {"ingest", "judges", "construct", "aggregate", "profile", "drift", "report", "runner", "log"}
 ALLOWED["stages"] = {"package", "schemas", "data_contracts", "config", *TASKS}
 ALLOWED["flows"] = {*ALLOWED["stages"], "stages", "flows"}
-ALLOWED["api"] = {*ALLOWED["flows"], "flows", "api"}
+ALLOWED["api"] = {*ALLOWED["flows"], "flows", "api", "deploy"}
 ALLOWED["cli"] = {"package", "api"}
 # where Prefect may be imported: orchestration, and two Prefect features a judge backend uses (Secret
 # blocks for keys, the run logger); never the schemas, contracts, config or the estimators

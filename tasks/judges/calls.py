@@ -21,6 +21,9 @@ class Request:
     prompt: str
     max_tokens: int
     choices: tuple[str, ...] = ()
+    response_format: str | None = (
+        None  # a JSON schema (as JSON text) the reply must follow: structured output
+    )
 
 
 def token_estimate(request: Request) -> tuple[float, int]:
@@ -81,6 +84,8 @@ def call_key(judge: JudgeConfig, request: Request, protocol_version: str, sample
     }
     if judge.extra_body:  # fields such as reasoning_effort change the answer (absent: earlier keys hold)
         payload["extra_body"] = judge.extra_body
+    if request.response_format:  # a rubric's structured output (absent: earlier keys hold)
+        payload["response_format"] = request.response_format
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 

@@ -21,7 +21,7 @@ def fence(name: str, text: str) -> str:
     return f"<<<{name}\n{safe}\n{name}>>>"
 
 
-def _question(question: str) -> str:
+def question_block(question: str) -> str:
     return fence("QUESTION", question) if question else "(no question given)"
 
 
@@ -33,7 +33,7 @@ def pairwise(question: str, first: str, second: str, rationale: bool) -> str:
         else "Reply with exactly one letter: A or B."
     )
     return (
-        f"Question:\n{_question(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
+        f"Question:\n{question_block(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
         f"Answer B:\n{fence('ANSWER_B', second)}\n\n"
         f"Exactly one of the two answers is correct. Which one is correct? {ask}"
     )
@@ -46,14 +46,14 @@ def pointwise(question: str, answer: str, own_solution: str | None = None) -> st
         else ""
     )
     return (
-        f"Question:\n{_question(question)}{reference}\n\nAnswer:\n{fence('ANSWER', answer)}\n\n"
+        f"Question:\n{question_block(question)}{reference}\n\nAnswer:\n{fence('ANSWER', answer)}\n\n"
         "Is this answer fully correct (every fact, step and claim)? Reply with exactly one word: yes or no."
     )
 
 
 def score_both(question: str, first: str, second: str) -> str:
     return (
-        f"Question:\n{_question(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
+        f"Question:\n{question_block(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
         f"Answer B:\n{fence('ANSWER_B', second)}\n\n"
         "Score each answer's correctness from 1 (wrong) to 10 (fully correct). "
         "Reply on one line in exactly this form: A: <score>, B: <score>"
@@ -62,6 +62,6 @@ def score_both(question: str, first: str, second: str) -> str:
 
 def solve(question: str) -> str:
     return (
-        f"Question:\n{_question(question)}\n\n"
+        f"Question:\n{question_block(question)}\n\n"
         "Solve the question yourself in at most three short sentences, then end with 'The answer is ...'."
     )

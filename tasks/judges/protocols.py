@@ -22,6 +22,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from judgeops.rubrics import Rubric
 from judgeops.tasks.judges import prompts
 from judgeops.tasks.judges.calls import Reply, Request
 
@@ -72,22 +73,70 @@ def _by_p(p_first: float) -> str:
     return "A" if p_first > 0.5 else "B" if p_first < 0.5 else "tie"
 
 
-class Pairwise:
+class _Rubricked:
+    """A protocol that may take a team's rubric (judgeops/rubrics.py): its template writes the prompt, and unless its
+    parser is `letter` (the built-in reading, choice-token probabilities included) the parser reads the reply."""
+
+    name = version = ""
+    rubric: Rubric | None = None
+
+    def _use(self, rubric: Rubric | None, max_tokens: int | None) -> None:
+        self.rubric = rubric
+        if rubric is not None:
+            self.version = f"{self.version}+rubric-{rubric.digest}"  # recorded with each verdict
+            self.free_text = rubric.parser != "letter"
+            self.text_tokens = max_tokens or 256  # a regex or JSON reply takes more than one token
+
+    free_text = False
+    text_tokens = 256
+
+    def _request(self, builtin: str, tokens: int, choices: tuple[str, ...], **variables: str) -> Request:
+        if self.rubric is None:
+            return Request(builtin, tokens, choices)
+        prompt = self.rubric.render(**variables)
+        if self.free_text:
+            return Request(prompt, self.text_tokens, (), self.rubric.response_format)
+        return Request(prompt, tokens, choices)
+
+    def _read(self, reply: Reply) -> Decision | None:
+        """The rubric parser's decision, or None when the built-in reading applies."""
+        if not self.free_text:
+            return None
+        verdict, rationale = self.rubric.read(reply.text)
+        if verdict is None:
+            return _unparsable(reply.text)
+        if isinstance(verdict, tuple):
+            return _from_scores(*verdict)
+        return Decision(verdict, float(verdict in ("A", "yes")), rationale)
+
+
+def _fenced_pair(unit: Unit) -> dict[str, str]:
+    return {
+        "question": prompts.question_block(unit.question),
+        "answer_a": prompts.fence("ANSWER_A", unit.first),
+        "answer_b": prompts.fence("ANSWER_B", unit.second),
+    }
+
+
+class Pairwise(_Rubricked):
     name, version = "pairwise", "pairwise-1"
 
-    def __init__(self, rationale: bool = False, max_tokens: int | None = None):
+    def __init__(self, rationale: bool = False, max_tokens: int | None = None, rubric: Rubric | None = None):
         self.rationale = rationale
         self.max_tokens = max_tokens or (60 if rationale else 1)
+        self._use(rubric, max_tokens)
 
     def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
         if previous is not None:
             return None
         prompt = prompts.pairwise(unit.question, unit.first, unit.second, self.rationale)
-        return [Request(prompt, self.max_tokens, ("A", "B"))]
+        return [self._request(prompt, self.max_tokens, ("A", "B"), **_fenced_pair(unit))]
 
     def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
         if failed := _failed(replies):
             return failed
+        if (read := self._read(replies[0])) is not None:
+            return read
         reply = replies[0]
         p_first = _share(reply.probs, "A", "B")
         letter = _LETTER.match(reply.text or "")
@@ -125,40 +174,63 @@ def _two_alone(first: Reply, second: Reply) -> Decision:
     return Decision(_by_p(p_first), p_first, f"P(correct): A {p_a:.3f}, B {p_b:.3f}")
 
 
-class Pointwise:
+class Pointwise(_Rubricked):
     name, version = "pointwise", "pointwise-1"
+
+    def __init__(self, rubric: Rubric | None = None, max_tokens: int | None = None):
+        self._use(rubric, max_tokens)
 
     def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
         if previous is not None:
             return None
         return [
-            Request(prompts.pointwise(unit.question, text), 1, ("yes", "no"))
+            self._request(
+                prompts.pointwise(unit.question, text),
+                1,
+                ("yes", "no"),
+                question=prompts.question_block(unit.question),
+                answer=prompts.fence("ANSWER", text),
+            )
             for text in (unit.first, unit.second)
         ]
 
     def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
         if failed := _failed(replies):
             return failed
+        if self.free_text:  # each answer's yes/no as the rubric's parser reads it
+            reads = [self.rubric.read(r.text)[0] for r in replies]
+            if None in reads:
+                return _unparsable(replies[reads.index(None)].text)
+            replies = [Reply(text=verdict) for verdict in reads]
         return _two_alone(replies[0], replies[1])
 
 
-class ScoreThenChoose:
+def _from_scores(s_a: float, s_b: float) -> Decision:
+    p_first = 1 / (1 + math.exp(-(s_a - s_b)))
+    return Decision(_by_p(p_first), p_first, f"scores: A {s_a:g}, B {s_b:g}")
+
+
+class ScoreThenChoose(_Rubricked):
     name, version = "score_then_choose", "score_then_choose-1"
+
+    def __init__(self, rubric: Rubric | None = None, max_tokens: int | None = None):
+        self._use(rubric, max_tokens)
 
     def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
         if previous is not None:
             return None
-        return [Request(prompts.score_both(unit.question, unit.first, unit.second), 16)]
+        builtin = prompts.score_both(unit.question, unit.first, unit.second)
+        return [self._request(builtin, 16, (), **_fenced_pair(unit))]
 
     def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
         if failed := _failed(replies):
             return failed
+        if (read := self._read(replies[0])) is not None:
+            return read
         scores = _SCORES.search(replies[0].text or "")
         if not scores:
             return _unparsable(replies[0].text)
-        s_a, s_b = float(scores.group(1)), float(scores.group(2))
-        p_first = 1 / (1 + math.exp(-(s_a - s_b)))
-        return Decision(_by_p(p_first), p_first, f"scores: A {s_a:g}, B {s_b:g}")
+        return _from_scores(float(scores.group(1)), float(scores.group(2)))
 
 
 class BlindReference:
@@ -210,15 +282,18 @@ class ResponseCheck:
         return Decision(verdict, p_yes, None)
 
 
-def get_protocol(name: str, rationale: bool = False, max_tokens: int | None = None):
+def get_protocol(
+    name: str, rationale: bool = False, max_tokens: int | None = None, rubric: Rubric | None = None
+):
+    """The protocol, with the judge's rubric where it has one (the config allows a rubric on the first three)."""
     if name == "response_check":
         return ResponseCheck()
     if name == "pairwise":
-        return Pairwise(rationale, max_tokens)
+        return Pairwise(rationale, max_tokens, rubric)
     if name == "pointwise":
-        return Pointwise()
+        return Pointwise(rubric, max_tokens)
     if name == "score_then_choose":
-        return ScoreThenChoose()
+        return ScoreThenChoose(rubric, max_tokens)
     if name == "blind_reference":
         return BlindReference(max_tokens)
     raise ValueError(f"unknown protocol {name!r}")

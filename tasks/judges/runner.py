@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from judgeops.config import CostConfig, JudgeConfig
+from judgeops.config import CostConfig, JudgeConfig, rubric_of
 from judgeops.tasks.judges.backends.base import Backend
 from judgeops.tasks.judges.backends.factory import get_backend
 from judgeops.tasks.judges.cache import CallCache
@@ -191,7 +191,7 @@ def run_judge(
     Raises JudgeBackendError when the backend gives up (circuit open); what it answered is cached first.
     `progress(calls answered, cache hits, transport failures)` after each chunk.
     """
-    protocol = get_protocol(judge.protocol, judge.rationale, judge.decoding.max_tokens)
+    protocol = get_protocol(judge.protocol, judge.rationale, judge.decoding.max_tokens, rubric_of(judge))
     state: dict[tuple[str, int], list[Reply] | None] = {
         (u.unit_id, s): None for u in units for s in range(judge.samples)
     }

@@ -66,6 +66,12 @@ class OpenAIBackend(HostedBackend):
         if call.request.choices and d.top_logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = d.top_logprobs
+        if call.request.response_format:  # a rubric's JSON schema, as structured output
+            schema = json.loads(call.request.response_format)
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": schema, "strict": False},
+            }
         return params_with(self.findings, params, lambda p: TOGETHER.get(p, (p,)))
 
     async def _send(self, client: openai.AsyncOpenAI, call: Call) -> tuple[str, int]:
