@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from judgeops import plugins
 from judgeops.schemas.artifacts import DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS
 
 DEFAULT_STORE_URL = "./.judgeops/store"
@@ -27,7 +28,23 @@ Presentation = Literal["plain", "polished", "padded"]
 Order = Literal["AB", "BA"]
 Domain = Literal["math", "science", "logic", "legal", "medical", "general"]
 ProgrammaticModel = Literal["reference_match", "numeric_consistency", "length_preference", "hedge_preference"]
-Backend = Literal["programmatic", "local", "openai", "anthropic"]
+
+
+def _installed(kind: str, builtin: tuple[str, ...] = ()) -> AfterValidator:
+    """A name that is built in here, or registered by an installed package (judgeops/plugins.py)."""
+
+    def check(name: str) -> str:
+        if name in builtin or name in plugins.registered(kind):
+            return name
+        available = ", ".join([*builtin, *plugins.names(kind)])
+        raise ValueError(
+            f"{name!r} is not installed (available: {available}; plugins add theirs by entry point)"
+        )
+
+    return AfterValidator(check)
+
+
+Backend = Annotated[str, _installed("judges", ("programmatic",))]  # openai, anthropic, local, plugins
 JudgeProtocol = Literal["pairwise", "pointwise", "score_then_choose", "blind_reference"]
 
 assert set(ErrorType.__args__) == set(ERROR_TYPES) and set(Presentation.__args__) == set(PRESENTATIONS)
@@ -61,7 +78,8 @@ class BankSource(_Strict):
     )
 
 
-ItemFormat = Literal["gsm8k", "mmlu", "truthfulqa", "medqa", "jsonl", "csv", "parquet"]
+GENERIC_FORMATS = ("jsonl", "csv", "parquet")  # read through the column mapping; the others by their reader
+ItemFormat = Annotated[str, _installed("sources", GENERIC_FORMATS)]  # gsm8k, mmlu, truthfulqa, medqa, plugins
 
 
 class FileSource(_Strict):
@@ -372,7 +390,7 @@ class CacheConfig(_Strict):
     )
 
 
-AggregatorName = Literal[
+BUILTIN_AGGREGATORS = (  # the default methods; a plugin's method runs when named in `methods`
     "mv",
     "avg",
     "dawid_skene",
@@ -385,14 +403,15 @@ AggregatorName = Literal[
     "cwv",
     "ds_position",
     "auto",
-]
+)
+AggregatorName = Annotated[str, _installed("aggregators")]
 
 
 class AggregationConfig(_Strict):
     """Label-free aggregation of the panel's verdicts (tasks/aggregate/)."""
 
     methods: list[AggregatorName] = Field(
-        default_factory=lambda: list(get_args(AggregatorName)),  # every method
+        default_factory=lambda: list(BUILTIN_AGGREGATORS),  # every built-in method
         min_length=1,
         description="aggregators to run; each writes its own consensus rows (a method that cannot fit the "
         "panel, e.g. WS with fewer than three judges, writes label 'unavailable' and logs why)",
@@ -655,7 +674,7 @@ def dump_config(config: EvaluateConfig) -> str:
 
 def sources_from_specs(specs: list[list[str]]) -> tuple[list[FileSource], list[PairwiseSource]]:
     """`--source FORMAT:PATH [PATH ...]` → item sources and pairwise sources (formats as the config knows them)."""
-    item_formats, pairwise_formats = get_args(ItemFormat), get_args(PairwiseFormat)
+    item_formats, pairwise_formats = (*GENERIC_FORMATS, *plugins.names("sources")), get_args(PairwiseFormat)
     items, pairwise = [], []
     for spec in specs:
         fmt, sep, first = spec[0].partition(":")

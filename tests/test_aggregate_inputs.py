@@ -23,7 +23,7 @@ FORMS = {  # name → how "A" and "B" are spelled
     "true/false booleans": (True, False),
     "free strings": ("output_1 better", "output_2 better"),
 }
-LABEL_METHODS = sorted(m for m, (_, kind) in AGGREGATORS.items() if kind == "label" or m.startswith("care"))
+LABEL_METHODS = sorted(m for m, kind in AGGREGATORS.items() if kind == "label" or m.startswith("care"))
 
 
 @pytest.fixture(scope="module")

@@ -229,13 +229,13 @@ def test_the_stacking_head_is_odd_in_its_features_for_every_single_pair(panels):
 
 # --- bad input ----------------------------------------------------------------------------------------------
 
-LABEL_METHODS = [m for m, (_, kind) in AGGREGATORS.items() if kind == "label"]
-SCORE_METHODS = [m for m, (_, kind) in AGGREGATORS.items() if kind == "score"]
+LABEL_METHODS = [m for m, kind in AGGREGATORS.items() if kind == "label"]
+SCORE_METHODS = [m for m, kind in AGGREGATORS.items() if kind == "score"]
 
 
 @pytest.mark.parametrize("name", sorted(AGGREGATORS))
 def test_an_empty_frame_is_a_clear_error(name):
-    kind = AGGREGATORS[name][1]
+    kind = AGGREGATORS[name]
     with pytest.raises(ValueError, match="empty"):
         get_aggregator(name).fit(pd.DataFrame(columns=["task", "worker", kind]))
 
@@ -248,7 +248,7 @@ def test_missing_columns_are_named(name):
 
 @pytest.mark.parametrize("name", ["ws", "uws", "care_svd", "care_tensor"])
 def test_one_judge_is_too_few_for_the_methods_that_need_agreement(name):
-    kind = AGGREGATORS[name][1]
+    kind = AGGREGATORS[name]
     one = pd.DataFrame(
         {
             "task": range(20),

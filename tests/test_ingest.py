@@ -153,7 +153,9 @@ def test_a_truncated_gzip_stops_with_its_name(tmp_path):
 def test_an_unknown_format_is_refused_by_the_config():
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="Input should be 'gsm8k'"):
+    with pytest.raises(
+        ValidationError, match=r"'xlsx' is not installed \(available: jsonl, csv, parquet, gsm8k"
+    ):
         FileSource(path="x", format="xlsx")
 
 

@@ -23,13 +23,14 @@ ALLOWED = {
     "log": set(),  # tasks/log.py: the run logger
     "rubrics": set(),  # judgeops/rubrics.py: a team's prompt template and verdict parser, checked at config load
     "deploy": set(),  # deploy/: the deployment definitions, package data
+    "plugins": set(),  # judgeops/plugins.py: the entry-point registries of judges, aggregators and sources
     "schemas": {"package", "data_contracts"},  # the store checks every write against the artifact's contract
     "data_contracts": {"package", "schemas"},
-    "config": {"package", "schemas", "rubrics"},
-    "ingest": {"package", "schemas", "config"},
-    "judges": {"package", "schemas", "config", "rubrics"},
+    "config": {"package", "schemas", "rubrics", "plugins"},
+    "ingest": {"package", "schemas", "config", "plugins"},
+    "judges": {"package", "schemas", "config", "rubrics", "plugins"},
     "construct": {"package", "schemas", "data_contracts", "config", "judges"},  # the LLM generator's calls
-    "aggregate": {"package", "schemas"},  # parameters come from the caller, not the config model
+    "aggregate": {"package", "schemas", "plugins"},  # parameters come from the caller, not the config model
     "profile": {"package", "schemas", "config"},
     "drift": {"package", "schemas", "config", "aggregate"},  # calibration reuses WMV's error counts
     "report": {

@@ -10,7 +10,7 @@ import yaml
 
 from judgeops.schemas.vocabulary import TIE
 from judgeops.tasks.aggregate import scoring
-from judgeops.tasks.aggregate.registry import AGGREGATORS, USES_LABELS, get_aggregator
+from judgeops.tasks.aggregate.registry import USES_LABELS, default_input, get_aggregator
 
 InputError = scoring.InputError
 
@@ -85,7 +85,7 @@ def aggregate_file(
     params = dict(params or {})
     estimator = get_aggregator(method, **params)
     table = scoring.read_table(votes_path, "votes")
-    kind = params.get("input", AGGREGATORS[method][1])
+    kind = params.get("input", default_input(method))
     if "input" in inspect.signature(type(estimator)).parameters and kind not in table.columns:
         other = "label" if kind == "score" else "score"
         if other in table.columns and "input" not in params:

@@ -42,7 +42,7 @@ from sklearn.linear_model import LogisticRegression
 from judgeops.tasks.aggregate._base import binary_classes, check_frame
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS
 from judgeops.tasks.aggregate.cwv import signed_votes
-from judgeops.tasks.aggregate.registry import AGGREGATORS, USES_RUNS, get_aggregator
+from judgeops.tasks.aggregate.registry import AGGREGATORS, USES_RUNS, default_input, get_aggregator
 
 HEADS = ("label_free", "best_judge", "wmv_audited", "stacking")
 METHOD_HEAD = "method:"  # prefix of the heads that are another label-free method
@@ -64,7 +64,7 @@ def method_labels(
     has_scores = "score" in df.columns and pd.api.types.is_numeric_dtype(df["score"])
     out = {}
     for name in methods if methods is not None else tuple(AGGREGATORS):
-        kind = AGGREGATORS[name][1]
+        kind = default_input(name)
         if name == skip or (kind == "score" and not has_scores):
             continue
         runs = [c for c in RUN_COLUMNS if c in df.columns] if name in USES_RUNS else []

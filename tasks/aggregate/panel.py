@@ -21,7 +21,12 @@ from judgeops.schemas.artifacts import schema_for
 from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE
 from judgeops.tasks.aggregate._base import DEFAULT_CLASSES
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
-from judgeops.tasks.aggregate.registry import AGGREGATORS, BINARY_ONLY, USES_RUNS, get_aggregator
+from judgeops.tasks.aggregate.registry import (
+    BINARY_ONLY,
+    USES_RUNS,
+    default_input,
+    get_aggregator,
+)
 
 NOTE_COLUMNS = schema_for("aggregation_notes").schema.names
 
@@ -70,7 +75,7 @@ def _fit_one(
         {"neutral": 0.5} if method in ("uws", "care_svd", "care_tensor") else {}
     )  # P(first) = .5: no view
     estimator = get_aggregator(method, **{**defaults, **params.get(method, {})})
-    kind = AGGREGATORS[method][1]
+    kind = default_input(method)
     used = votes.dropna(subset=[kind])
     if method in BINARY_ONLY:
         estimator.classes = ("A", "B")  # both classes exist even if every vote names one

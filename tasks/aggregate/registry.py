@@ -7,25 +7,27 @@ Every method is an estimator with one interface (crowd-kit / scikit-learn style;
 
 from __future__ import annotations
 
-import importlib
+from judgeops import plugins
 
-# name → (module:class of the estimator, the input it reads by default). Estimators with an `input` parameter
-# read either; those in USES_LABELS also take `dev_labels` (a labelled development split) in fit(). The table
-# is data: a method's module (scikit-learn for baer, tensorly for care_tensor) loads when it is asked for, so
-# `judgeops aggregate --method mv` starts as fast as a pandas script.
+# The estimators are found by name through the `judgeops.aggregators` entry points (judgeops/plugins.py; the
+# built-ins are registered in pyproject.toml): a method's module (scikit-learn for baer, tensorly for care_tensor)
+# loads when it is asked for, so `judgeops aggregate --method mv` starts as fast as a pandas script.
+# name → the input a built-in reads by default (a plugin's: its class attribute `default_input`, else label).
+# Estimators with an `input` parameter read either; those in USES_LABELS also take `dev_labels` (a labelled
+# development split) in fit().
 AGGREGATORS = {
-    "mv": ("mv:MajorityVote", "label"),
-    "avg": ("mv:ScoreAverage", "score"),
-    "dawid_skene": ("dawid_skene:DawidSkene", "label"),
-    "ws": ("ws:WeakSupervision", "label"),
-    "uws": ("uws:UniversalWeakSupervision", "score"),
-    "care_svd": ("care:CareSVD", "score"),
-    "care_tensor": ("care:CareTensor", "score"),
-    "wmv": ("wmv:WeightedMajorityVote", "label"),
-    "baer": ("baer:BAER", "score"),
-    "cwv": ("cwv:ConsistencyWeightedVote", "label"),
-    "ds_position": ("position_ds:PositionDawidSkene", "label"),
-    "auto": ("auto:AutoAggregator", "label"),
+    "mv": "label",
+    "avg": "score",
+    "dawid_skene": "label",
+    "ws": "label",
+    "uws": "score",
+    "care_svd": "score",
+    "care_tensor": "score",
+    "wmv": "label",
+    "baer": "score",
+    "cwv": "label",
+    "ds_position": "label",
+    "auto": "label",
 }
 USES_LABELS = ("care_svd", "care_tensor", "wmv", "baer")
 BINARY_ONLY = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer", "cwv", "ds_position", "auto")
@@ -34,11 +36,15 @@ USES_RUNS = ("cwv", "ds_position", "auto")
 
 
 def estimator_class(name: str) -> type:
-    """The estimator class of a method name."""
-    if name not in AGGREGATORS:
-        raise ValueError(f"unknown aggregator {name!r}; available: {sorted(AGGREGATORS)}")
-    module, cls = AGGREGATORS[name][0].split(":")
-    return getattr(importlib.import_module(f"judgeops.tasks.aggregate.{module}"), cls)
+    """The estimator class of a method name (a PluginError, a ValueError, lists the installed ones)."""
+    return plugins.load("aggregators", name)
+
+
+def default_input(name: str) -> str:
+    """`label` or `score`: what the method reads unless told otherwise."""
+    if name in AGGREGATORS:
+        return AGGREGATORS[name]
+    return getattr(estimator_class(name), "default_input", "label")
 
 
 def get_aggregator(name: str, **params):

@@ -24,7 +24,8 @@ from pathlib import Path
 import orjson
 import pyarrow.parquet as pq
 
-from judgeops.config import FileSource
+from judgeops import plugins
+from judgeops.config import GENERIC_FORMATS, FileSource
 from judgeops.schemas.artifacts import FINAL_CLAIM, OPTION_LETTERS
 
 # licence of each format's public release; a user's own files say theirs in the config
@@ -428,8 +429,11 @@ def _generic_records(path: Path, fmt: str) -> Iterator[tuple[int, dict | Reject]
                 yield row, record
 
 
-def read_generic(path: Path, src: FileSource, source_name: str | None = None) -> Iterator[ItemRow | Reject]:
-    """jsonl / csv / parquet through the source's column mapping; `line` is the row number for parquet."""
+def read_generic(
+    path: Path, src: FileSource, source_name: str | None = None, records: Iterator | None = None
+) -> Iterator[ItemRow | Reject]:
+    """jsonl / csv / parquet (or a plugin reader's `records`) through the source's column mapping; `line` is the
+    row number for parquet."""
     seen_ids: dict[str, int] = {}
     name, where = source_name or path.stem, str(path)
     # the mapping, hoisted out of the loop, which runs once per record (a million times on large files)
@@ -437,7 +441,7 @@ def read_generic(path: Path, src: FileSource, source_name: str | None = None) ->
     c_field, s_field = src.choices_field, src.solution_field
     domain, license = src.domain or "general", src.license or "unknown"
     max_chars = src.max_text_chars
-    for line, rec in _generic_records(path, src.format):
+    for line, rec in records if records is not None else _generic_records(path, src.format):
         if rec.__class__ is Reject:
             yield rec
             continue
@@ -492,13 +496,37 @@ def read_generic(path: Path, src: FileSource, source_name: str | None = None) ->
         )
 
 
-READERS = {"gsm8k": read_gsm8k, "mmlu": read_mmlu, "truthfulqa": read_truthfulqa, "medqa": read_medqa}
+# The built-in readers above yield items; they are registered as `judgeops.sources` entry points (pyproject.toml)
+# like a plugin's reader, which yields plain records (dicts) that go through the source's column mapping.
+BUILTIN_READERS = (read_gsm8k, read_mmlu, read_truthfulqa, read_medqa)
 
 
 def read_file_source(src: FileSource) -> Iterator[ItemRow | Reject]:
+    reader = None if src.format in GENERIC_FORMATS else plugins.load("sources", src.format)
     for path in expand_paths(src.path):
         if os.path.getsize(path) == 0:
             raise IngestError(f"{path}: the file is empty")
-        reader = READERS.get(src.format)
-        records = reader(path, src) if reader else read_generic(path, src)
+        if reader is None:
+            records = read_generic(path, src)
+        elif reader in BUILTIN_READERS:
+            records = reader(path, src)
+        else:
+            records = read_generic(path, src, records=_plugin_records(reader, path, src))
         yield from itertools.islice(records, src.limit) if src.limit else records
+
+
+def _plugin_records(reader, path: Path, src: FileSource) -> Iterator[tuple[int, dict | Reject]]:
+    """A plugin reader's records, numbered from 1; anything but a mapping is quarantined with the reason."""
+    for line, record in enumerate(reader(path, src), 1):
+        if isinstance(record, dict):
+            yield line, record
+        else:
+            yield (
+                line,
+                Reject(
+                    str(path),
+                    line,
+                    "record",
+                    f"the {src.format} reader gave a {type(record).__name__}, not a mapping",
+                ),
+            )
