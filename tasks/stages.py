@@ -40,7 +40,7 @@ from judgeops.tasks.judges.injection import probe_panel
 from judgeops.tasks.judges.runner import judge_all
 from judgeops.tasks.log import logger
 from judgeops.tasks.profile.panel import profile_panel
-from judgeops.tasks.report import publish, render_report
+from judgeops.tasks.report import publish, render_report, render_samples, sample_records
 from judgeops.tasks.runner import Refs, Stage, run_stage
 
 INGEST = Stage("ingest", code=("judgeops.tasks.ingest.items",))
@@ -354,11 +354,29 @@ def previous_profiles(store: ArtifactStore) -> tuple[str, pd.DataFrame] | None:
     return None
 
 
+SAMPLE_INPUTS = ("items", "pairs", "variants", "verdicts", "consensus")
+
+
+def write_samples(store: ArtifactStore, artifacts: Refs, title: str) -> ArtifactRef | None:
+    """The per-sample viewer (samples.html) from the run's pairs, variants, verdicts and consensus."""
+    inputs = {n: artifacts[n] for n in SAMPLE_INPUTS if n in artifacts}
+    if set(SAMPLE_INPUTS[:4]) - set(inputs):
+        return None
+    frames = {name: store.read_pandas(ref) for name, ref in inputs.items()}
+    records = sample_records(*(frames[n] for n in SAMPLE_INPUTS[:4]), frames.get("consensus"))
+    page = render_samples(records, store.run_id, title)
+    ref = store.write_file("samples.html", page.encode(), parents=inputs)
+    logger().info("samples: %s (%d pair × presentation rows)", store.display_path(ref.path), len(records))
+    return ref
+
+
 def write_report(
     store: ArtifactStore, artifacts: Refs, judges: list[JudgeConfig], as_of: dt.date, now: dt.datetime
 ) -> ArtifactRef:
     """Render the run's report from its artifacts (and the store's calibration history and previous run) and
     write it; `judgeops report` and the evaluate flow both call this."""
+    title = f"judgeops evaluation, {as_of.isoformat()}"
+    write_samples(store, artifacts, title)  # first, so the report lists it among the run's files
     inputs = {n: artifacts[n] for n in REPORT_INPUTS if n in artifacts}
     tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
     history = calibration_history(store, as_of)
@@ -367,7 +385,7 @@ def write_report(
     html = render_report(
         tables,
         run_id=store.run_id,
-        title=f"judgeops evaluation, {as_of.isoformat()}",
+        title=title,
         artifacts=[m for m in store.list_artifacts() if m["name"] != "report.html"],
         judges=[j.model_dump(mode="json") for j in judges],
         previous=previous_profiles(store),

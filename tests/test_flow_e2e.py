@@ -194,6 +194,8 @@ def test_the_report_renders_in_headless_chromium_with_every_chart_and_table(firs
     _, result = first_run
     shot = Path(os.environ.get("JUDGEOPS_SCREENSHOT_DIR", tmp_path)) / "report.png"
     assert inspect_report(Path(result.report), shot) == []
+    samples = Path(result.report).parent / "samples.html"  # the per-sample viewer, beside the report
+    assert samples.exists() and "data.pairs[r.pair]" in samples.read_text(encoding="utf-8")
     from PIL import Image
 
     with Image.open(shot) as image:  # a full page, and not blank

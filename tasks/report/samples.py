@@ -1,0 +1,144 @@
+"""The per-sample viewer: one static, self-contained HTML page per run (samples.html, beside report.html) to see
+*why* — every judgerEva pair in every presentation, with its question, both answers and the planted edit
+highlighted as a word diff, and each judge's verdict in both display orders (its rationale and the probability it
+gave its choice), with the consensus. A filterable table (domain, error type, presentation, agreement); a row
+opens the pair. The data are embedded as JSON and shown by a few lines of plain JavaScript (no server, no CDN).
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import math
+import re
+from importlib import resources
+
+import jinja2
+import pandas as pd
+
+_WORDS = re.compile(r"\s+|[^\s]+")
+VERDICT_COLUMNS = ["judge", "order", "gold", "verdict", "right", "confidence", "rationale", "error"]
+
+
+def word_diff(correct: str, flawed: str) -> tuple[str, str]:
+    """Both answers as HTML, the words that differ marked: <del> in the correct one, <ins> in the flawed one."""
+    a, b = _WORDS.findall(correct or ""), _WORDS.findall(flawed or "")
+    left, right = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        old, new = html.escape("".join(a[i1:i2])), html.escape("".join(b[j1:j2]))
+        if op == "equal":
+            left.append(old)
+            right.append(new)
+        else:
+            left.append(f"<del>{old}</del>" if old else "")
+            right.append(f"<ins>{new}</ins>" if new else "")
+    return "".join(left), "".join(right)
+
+
+def _num(value) -> float | None:
+    return (
+        None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 3)
+    )
+
+
+def _text(value) -> str | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def sample_records(
+    items: pd.DataFrame,
+    pairs: pd.DataFrame,
+    variants: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    consensus: pd.DataFrame | None = None,
+    method: str = "auto",
+) -> dict:
+    """`pairs`: per pair its question, both answers as a word diff and the edit (once, however many
+    presentations); `rows`: per pair and presentation, each judge's verdict in each order and the consensus."""
+    questions = items.set_index("item_id")["question"].to_dict()
+    shown = {
+        r["variant_id"]: r
+        for r in variants[["variant_id", "pair_id", "presentation", "order", "gold_position"]].to_dict(
+            "records"
+        )
+    }
+    agreed = {}
+    if consensus is not None and len(consensus):
+        chosen = consensus[consensus["method"] == method]
+        agreed = dict(zip(chosen["unit_id"], chosen["label"], strict=True))
+    cells: dict[tuple[str, str], dict] = {}
+    for variant_id, v in shown.items():
+        cell = cells.setdefault((v["pair_id"], v["presentation"]), {"verdicts": [], "consensus": []})
+        if variant_id in agreed:
+            label = agreed[variant_id]
+            cell["consensus"].append(
+                {"order": v["order"], "label": label, "right": label == v["gold_position"]}
+            )
+    columns = ["variant_id", "judge_id", "verdict", "p_first", "rationale", "error"]
+    for r in verdicts[verdicts["variant_id"].isin(shown)][columns].to_dict("records"):
+        v = shown[r["variant_id"]]
+        verdict = r["verdict"] if r["verdict"] in ("A", "B", "tie") else None
+        p = _num(r["p_first"])
+        confidence = (
+            None if p is None or verdict not in ("A", "B") else round(p if verdict == "A" else 1 - p, 3)
+        )
+        cells[(v["pair_id"], v["presentation"])]["verdicts"].append(
+            [  # a row of VERDICT_COLUMNS: arrays, not objects, keep a 25,000-verdict page small
+                r["judge_id"],
+                v["order"],
+                v["gold_position"],
+                verdict,
+                verdict == v["gold_position"] if verdict in ("A", "B") else None,
+                confidence,
+                _text(r["rationale"]),
+                _text(r["error"]),
+            ]
+        )
+    texts, rows = {}, []
+    for pair in pairs.to_dict("records"):
+        left, right = word_diff(pair["answer_correct"], pair["answer_flawed"])
+        texts[pair["pair_id"]] = {
+            "domain": pair["domain"],
+            "error_type": pair["error_type"],
+            "question": questions.get(pair["item_id"], ""),
+            "correct_html": left,
+            "flawed_html": right,
+            "edit": f"{pair['edit_before']!r} → {pair['edit_after']!r}",
+            "note": _text(pair["edit_note"]),
+            "generator": pair["generator"],
+        }
+    for (pair_id, presentation), cell in sorted(cells.items()):
+        if pair_id not in texts:
+            continue
+        judged = sorted(cell["verdicts"], key=lambda r: (r[0], r[1]))
+        n, right_n = len(judged), sum(bool(r[4]) for r in judged)
+        rows.append(
+            {
+                "pair": pair_id,
+                "domain": texts[pair_id]["domain"],
+                "error_type": texts[pair_id]["error_type"],
+                "presentation": presentation,
+                "right": right_n,
+                "n": n,
+                "agreement": "none judged"
+                if n == 0
+                else "all right"
+                if right_n == n
+                else "all wrong"
+                if right_n == 0
+                else "split",
+                "verdicts": judged,
+                "consensus": sorted(cell["consensus"], key=lambda r: r["order"]),
+            }
+        )
+    return {"method": method, "verdict_columns": VERDICT_COLUMNS, "pairs": texts, "rows": rows}
+
+
+def render_samples(records: dict, run_id: str, title: str) -> str:
+    """The page: the records as embedded JSON (a `</` inside a text cannot end the script) and the viewer."""
+    template = jinja2.Environment(autoescape=True).from_string(
+        resources.files("judgeops.tasks.report").joinpath("samples.html.j2").read_text(encoding="utf-8")
+    )
+    data = json.dumps(records, ensure_ascii=False).replace("</", "<\\/")
+    return template.render(run_id=run_id, title=title, data=data, n=len(records["rows"]))
