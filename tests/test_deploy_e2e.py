@@ -38,6 +38,18 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def start_server(judgeops: Path, port: int, cwd: Path, env: dict, log: Path) -> subprocess.Popen:
+    """`judgeops server` (a real `prefect server start` and a process worker), its output in `log`."""
+    return subprocess.Popen(
+        [str(judgeops), "server", "--port", str(port)],
+        cwd=cwd,
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: _stop can take the server and worker down with it
+    )
+
+
 @pytest.fixture(scope="module")
 def server_and_worker(tmp_path_factory):
     """`judgeops server` (a real `prefect server start` and a process worker), then `judgeops deploy`."""
@@ -53,14 +65,7 @@ def server_and_worker(tmp_path_factory):
         "PREFECT_WORKER_QUERY_SECONDS": "2",
     }
     log = home / "server-and-worker.log"
-    server = subprocess.Popen(
-        [str(BIN / "judgeops"), "server", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: _stop can take the server and worker down with it
-    )
+    server = start_server(BIN / "judgeops", port, ROOT, env, log)
     try:
         assert wait_for_api(api, server), log.read_text()[-3000:]
         deploy = subprocess.run(

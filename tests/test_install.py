@@ -12,7 +12,7 @@ import pytest
 
 from judgeops.api.operations import wait_for_api
 from tests.conftest import ROOT
-from tests.test_deploy_e2e import _free_port, _stop
+from tests.test_deploy_e2e import _free_port, _stop, start_server
 
 pytestmark = pytest.mark.slow
 UV = Path(sys.executable).parent / "uv"  # the test extra installs uv into the project's venv
@@ -99,14 +99,7 @@ def test_clean_venv_init_smoke_run_and_deploy(wheel, tmp_path):
     api = f"http://127.0.0.1:{port}/api"
     env |= {"PREFECT_API_URL": api, "PREFECT_WORKER_QUERY_SECONDS": "2"}
     log = home / "server.log"
-    server = subprocess.Popen(
-        [str(bin_ / "judgeops"), "server", "--port", str(port)],
-        cwd=work,
-        env=env,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    server = start_server(bin_ / "judgeops", port, work, env, log)
     try:
         assert wait_for_api(api, server), log.read_text()[-3000:]
         deploy = judgeops("deploy")
