@@ -49,10 +49,19 @@ def measure(name: str, wheel: Path, extras: str, tmp: Path) -> dict:
     overrides.write_text(OVERRIDES)
     sh(*UV, "venv", "-q", str(venv), cwd=tmp)
     t0 = time.perf_counter()
+    target = ["--python", str(venv / "bin" / "python"), f"{wheel}{extras}"]
     sh(
-        *UV, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), f"{wheel}{extras}",
-        "--find-links", "/opt/wheels", "--override", str(overrides), cwd=tmp,
-    )  # fmt: skip
+        *UV,
+        "pip",
+        "install",
+        "-q",
+        *target,
+        "--find-links",
+        "/opt/wheels",
+        "--override",
+        str(overrides),
+        cwd=tmp,
+    )
     installed = time.perf_counter() - t0
     site = next((venv / "lib").glob("python3*/site-packages"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API_URL", "VIRTUAL_ENV"))}
