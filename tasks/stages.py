@@ -366,7 +366,9 @@ def write_samples(store: ArtifactStore, artifacts: Refs, title: str) -> Artifact
     records = sample_records(*(frames[n] for n in SAMPLE_INPUTS[:4]), frames.get("consensus"))
     page = render_samples(records, store.run_id, title)
     ref = store.write_file("samples.html", page.encode(), parents=inputs)
-    logger().info("samples: %s (%d pair × presentation rows)", store.display_path(ref.path), len(records))
+    logger().info(
+        "samples: %s (%d pair × presentation rows)", store.display_path(ref.path), len(records["rows"])
+    )
     return ref
 
 
