@@ -79,16 +79,15 @@ class _Rubricked:
 
     name = version = ""
     rubric: Rubric | None = None
+    free_text = False  # the rubric's parser reads the reply's text (regex, json)
+    text_tokens = 256  # a regex or JSON reply takes more than one token
 
     def _use(self, rubric: Rubric | None, max_tokens: int | None) -> None:
         self.rubric = rubric
         if rubric is not None:
-            self.version = f"{self.version}+rubric-{rubric.digest}"  # recorded with each verdict
+            self.version = f"{self.version}+rubric-{rubric.digest}"  # part of every call's key
             self.free_text = rubric.parser != "letter"
-            self.text_tokens = max_tokens or 256  # a regex or JSON reply takes more than one token
-
-    free_text = False
-    text_tokens = 256
+            self.text_tokens = max_tokens or self.text_tokens
 
     def _request(self, builtin: str, tokens: int, choices: tuple[str, ...], **variables: str) -> Request:
         if self.rubric is None:
