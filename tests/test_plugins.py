@@ -3,6 +3,7 @@
 aggregator, named in judgeops.yaml like the built-ins."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,18 +38,10 @@ def test_an_unknown_name_lists_what_is_installed():
 
 @pytest.mark.slow
 def test_a_plugin_package_runs_in_a_pipeline(tmp_path):
-    site = tmp_path / "site"
+    site, package = tmp_path / "site", tmp_path / "plugin_example"
+    shutil.copytree(ROOT / "tests" / "plugin_example", package)  # building it leaves files beside its sources
     installed = subprocess.run(
-        [
-            str(UV),
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--target",
-            str(site),
-            str(ROOT / "tests" / "plugin_example"),
-        ],
+        [str(UV), "pip", "install", "-q", "--no-deps", "--target", str(site), str(package)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
