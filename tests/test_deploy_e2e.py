@@ -1,12 +1,14 @@
 """Deployments end to end: a real `prefect server start`, `judgeops deploy`, a process worker,
 a run triggered through the Prefect API, and `judgeops backfill` (twice: the second skips)."""
 
+import contextlib
 import datetime as dt
 import os
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,36 @@ def test_relative_paths_of_a_deployment_resolve_in_the_users_folder(server_and_w
     assert record["status"] == "completed"
     assert record["config"]["cache"]["path"] == str(user / "relative" / "calls.sqlite")
     assert not (ROOT / "relative").exists()
+
+
+def test_sigterm_stops_the_server_and_worker_it_started(tmp_path):
+    """A service manager stops `judgeops server` with SIGTERM: the Prefect server and worker go with it."""
+    import psutil
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "home"),
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+    }
+    log = tmp_path / "server.log"
+    server = start_server(BIN / "judgeops", port, tmp_path, env, log)
+    children: list = []
+    try:
+        assert wait_for_api(env["PREFECT_API_URL"], server), log.read_text()[-3000:]
+        deadline = time.time() + 60  # the worker starts once the API answers
+        while time.time() < deadline and not any(
+            "worker" in " ".join(c.cmdline()) for c in psutil.Process(server.pid).children(recursive=True)
+        ):
+            time.sleep(1)
+        children = psutil.Process(server.pid).children(recursive=True)
+        assert any("worker" in " ".join(c.cmdline()) for c in children), [c.cmdline() for c in children]
+        server.send_signal(signal.SIGTERM)  # to judgeops only, not its process group
+        assert server.wait(60) == 0, log.read_text()[-3000:]
+        _, alive = psutil.wait_procs(children, timeout=30)
+        assert not alive, [p.cmdline() for p in alive]
+    finally:
+        _stop(server)
+        for child in children:  # what a failing run of this test would otherwise leave behind
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
