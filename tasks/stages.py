@@ -357,12 +357,14 @@ def previous_profiles(store: ArtifactStore) -> tuple[str, pd.DataFrame] | None:
 SAMPLE_INPUTS = ("items", "pairs", "variants", "verdicts", "consensus")
 
 
-def write_samples(store: ArtifactStore, artifacts: Refs, title: str) -> ArtifactRef | None:
-    """The per-sample viewer (samples.html) from the run's pairs, variants, verdicts and consensus."""
+def write_samples(
+    store: ArtifactStore, artifacts: Refs, frames: dict[str, pd.DataFrame], title: str
+) -> ArtifactRef | None:
+    """The per-sample viewer (samples.html) from the run's pairs, variants, verdicts and consensus (`frames`:
+    those artifacts, already read)."""
     inputs = {n: artifacts[n] for n in SAMPLE_INPUTS if n in artifacts}
     if set(SAMPLE_INPUTS[:4]) - set(inputs):
         return None
-    frames = {name: store.read_pandas(ref) for name, ref in inputs.items()}
     records = sample_records(*(frames[n] for n in SAMPLE_INPUTS[:4]), frames.get("consensus"))
     page = render_samples(records, store.run_id, title)
     ref = store.write_file("samples.html", page.encode(), parents=inputs)
@@ -378,9 +380,11 @@ def write_report(
     """Render the run's report from its artifacts (and the store's calibration history and previous run) and
     write it; `judgeops report` and the evaluate flow both call this."""
     title = f"judgeops evaluation, {as_of.isoformat()}"
-    write_samples(store, artifacts, title)  # first, so the report lists it among the run's files
+    needed = dict.fromkeys([*REPORT_INPUTS, *SAMPLE_INPUTS])  # each artifact read once (pairs serves both)
+    frames = {n: store.read_pandas(artifacts[n]) for n in needed if n in artifacts}
+    write_samples(store, artifacts, frames, title)  # first, so the report lists it among the run's files
     inputs = {n: artifacts[n] for n in REPORT_INPUTS if n in artifacts}
-    tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
+    tables = {name: frames[name] for name in inputs}
     history = calibration_history(store, as_of)
     if history is not None:
         tables["calibration"] = history

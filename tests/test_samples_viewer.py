@@ -1,5 +1,5 @@
 """The per-sample viewer (samples.html): records from a real construction judged by the programmatic panel and
-aggregated, the planted edit as a word diff, escaping, and the page used in headless Chromium — filter the
+aggregated, the planted edit marked, escaping, and the page used in headless Chromium — filter the
 table, open a pair, see the diff and every judge's verdict in both orders."""
 
 import pytest
@@ -7,7 +7,7 @@ import pytest
 from judgeops.config import JudgeConfig
 from judgeops.tasks.aggregate.panel import aggregate_panel
 from judgeops.tasks.judges.runner import judge_variants
-from judgeops.tasks.report.samples import render_samples, sample_records, word_diff
+from judgeops.tasks.report.samples import marked_edit, render_samples, sample_records
 from tests.browser import driver, needs_chromium
 
 JUDGES = [
@@ -27,7 +27,7 @@ def page(built, tmp_path_factory):
 
 
 def test_the_diff_marks_only_the_planted_edit_and_escapes_the_texts():
-    left, right = word_diff("So 2 + 3 = 5 <b>.", "So 2 + 3 = 6 <b>.")
+    left, right = marked_edit("So 2 + 3 = 5 <b>.", 11, 12, "5", "6")
     assert left == "So 2 + 3 = <del>5</del> &lt;b&gt;." and right == "So 2 + 3 = <ins>6</ins> &lt;b&gt;."
 
 

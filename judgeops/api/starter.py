@@ -13,7 +13,7 @@ _LOCAL_LINE = "  - {name: smollm2-135m, backend: local"
 def starter_text(local: bool | None = None) -> str:
     """The example config; without the `local` extra its SmolLM2 judge is commented out, with how to add it."""
     text = files("judgeops").joinpath("judgeops.example.yaml").read_text(encoding="utf-8")
-    if local if local is not None else local_judge_installed():
+    if local_judge_installed() if local is None else local:
         return text
     lines = []
     for line in text.splitlines(keepends=True):

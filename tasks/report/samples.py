@@ -1,39 +1,31 @@
 """The per-sample viewer: one static, self-contained HTML page per run (samples.html, beside report.html) to see
 *why* — every judgerEva pair in every presentation, with its question, both answers and the planted edit
-highlighted as a word diff, and each judge's verdict in both display orders (its rationale and the probability it
+marked (the recorded span, removed and inserted), and each judge's verdict in both display orders (its rationale and the probability it
 gave its choice), with the consensus. A filterable table (domain, error type, presentation, agreement); a row
 opens the pair. The data are embedded as JSON and shown by a few lines of plain JavaScript (no server, no CDN).
 """
 
 from __future__ import annotations
 
-import difflib
 import html
 import json
 import math
-import re
 from importlib import resources
 
 import jinja2
 import pandas as pd
 
-_WORDS = re.compile(r"\s+|[^\s]+")
 VERDICT_COLUMNS = ["judge", "order", "gold", "verdict", "right", "confidence", "rationale", "error"]
 
 
-def word_diff(correct: str, flawed: str) -> tuple[str, str]:
-    """Both answers as HTML, the words that differ marked: <del> in the correct one, <ins> in the flawed one."""
-    a, b = _WORDS.findall(correct or ""), _WORDS.findall(flawed or "")
-    left, right = [], []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        old, new = html.escape("".join(a[i1:i2])), html.escape("".join(b[j1:j2]))
-        if op == "equal":
-            left.append(old)
-            right.append(new)
-        else:
-            left.append(f"<del>{old}</del>" if old else "")
-            right.append(f"<ins>{new}</ins>" if new else "")
-    return "".join(left), "".join(right)
+def marked_edit(correct: str, start: int, end: int, before: str, after: str) -> tuple[str, str]:
+    """Both answers as HTML with the planted edit marked: `correct[start:end]` (= `before`) as <del>, and in the
+    flawed answer, which the pairs contract proves is `correct[:start] + after + correct[end:]`, `after` as <ins>.
+    The recorded edit, not a text diff's guess at it."""
+    head, tail = html.escape(correct[:start]), html.escape(correct[end:])
+    removed = f"<del>{html.escape(before)}</del>" if before else ""
+    inserted = f"<ins>{html.escape(after)}</ins>" if after else ""
+    return head + removed + tail, head + inserted + tail
 
 
 def _num(value) -> float | None:
@@ -54,7 +46,7 @@ def sample_records(
     consensus: pd.DataFrame | None = None,
     method: str = "auto",
 ) -> dict:
-    """`pairs`: per pair its question, both answers as a word diff and the edit (once, however many
+    """`pairs`: per pair its question, both answers with the edit marked (once, however many
     presentations); `rows`: per pair and presentation, each judge's verdict in each order and the consensus."""
     questions = items.set_index("item_id")["question"].to_dict()
     shown = {
@@ -97,7 +89,13 @@ def sample_records(
         )
     texts, rows = {}, []
     for pair in pairs.to_dict("records"):
-        left, right = word_diff(pair["answer_correct"], pair["answer_flawed"])
+        left, right = marked_edit(
+            pair["answer_correct"],
+            int(pair["edit_start"]),
+            int(pair["edit_end"]),
+            pair["edit_before"],
+            pair["edit_after"],
+        )
         texts[pair["pair_id"]] = {
             "domain": pair["domain"],
             "error_type": pair["error_type"],
