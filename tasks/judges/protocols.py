@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from judgeops.rubrics import Rubric
@@ -89,10 +90,17 @@ class _Rubricked:
             self.free_text = rubric.parser != "letter"
             self.text_tokens = max_tokens or self.text_tokens
 
-    def _request(self, builtin: str, tokens: int, choices: tuple[str, ...], **variables: str) -> Request:
+    def _request(
+        self,
+        tokens: int,
+        choices: tuple[str, ...],
+        builtin: Callable[[], str],
+        variables: Callable[[], dict[str, str]],
+    ) -> Request:
+        """The built-in prompt, or the rubric's rendered from the fenced `variables`: only the one used is built."""
         if self.rubric is None:
-            return Request(builtin, tokens, choices)
-        prompt = self.rubric.render(**variables)
+            return Request(builtin(), tokens, choices)
+        prompt = self.rubric.render(**variables())
         if self.free_text:
             return Request(prompt, self.text_tokens, (), self.rubric.response_format)
         return Request(prompt, tokens, choices)
@@ -128,8 +136,8 @@ class Pairwise(_Rubricked):
     def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
         if previous is not None:
             return None
-        prompt = prompts.pairwise(unit.question, unit.first, unit.second, self.rationale)
-        return [self._request(prompt, self.max_tokens, ("A", "B"), **_fenced_pair(unit))]
+        builtin = lambda: prompts.pairwise(unit.question, unit.first, unit.second, self.rationale)  # noqa: E731
+        return [self._request(self.max_tokens, ("A", "B"), builtin, lambda: _fenced_pair(unit))]
 
     def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
         if failed := _failed(replies):
@@ -184,11 +192,13 @@ class Pointwise(_Rubricked):
             return None
         return [
             self._request(
-                prompts.pointwise(unit.question, text),
                 1,
                 ("yes", "no"),
-                question=prompts.question_block(unit.question),
-                answer=prompts.fence("ANSWER", text),
+                lambda text=text: prompts.pointwise(unit.question, text),
+                lambda text=text: {
+                    "question": prompts.question_block(unit.question),
+                    "answer": prompts.fence("ANSWER", text),
+                },
             )
             for text in (unit.first, unit.second)
         ]
@@ -218,8 +228,8 @@ class ScoreThenChoose(_Rubricked):
     def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
         if previous is not None:
             return None
-        builtin = prompts.score_both(unit.question, unit.first, unit.second)
-        return [self._request(builtin, 16, (), **_fenced_pair(unit))]
+        builtin = lambda: prompts.score_both(unit.question, unit.first, unit.second)  # noqa: E731
+        return [self._request(16, (), builtin, lambda: _fenced_pair(unit))]
 
     def decide(self, unit: Unit, replies: list[Reply]) -> Decision:
         if failed := _failed(replies):
