@@ -19,7 +19,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judgeops import plugins
-from judgeops.schemas.artifacts import DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS
+from judgeops.schemas.artifacts import BUILTIN_AGGREGATORS, DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS
 
 DEFAULT_STORE_URL = "./.judgeops/store"
 
@@ -390,20 +390,6 @@ class CacheConfig(_Strict):
     )
 
 
-BUILTIN_AGGREGATORS = (  # the default methods; a plugin's method runs when named in `methods`
-    "mv",
-    "avg",
-    "dawid_skene",
-    "ws",
-    "uws",
-    "care_svd",
-    "care_tensor",
-    "wmv",
-    "baer",
-    "cwv",
-    "ds_position",
-    "auto",
-)
 AggregatorName = Annotated[str, _installed("aggregators")]
 
 
@@ -411,7 +397,7 @@ class AggregationConfig(_Strict):
     """Label-free aggregation of the panel's verdicts (tasks/aggregate/)."""
 
     methods: list[AggregatorName] = Field(
-        default_factory=lambda: list(BUILTIN_AGGREGATORS),  # every built-in method
+        default_factory=lambda: list(BUILTIN_AGGREGATORS),  # every built-in method, a plugin's when named
         min_length=1,
         description="aggregators to run; each writes its own consensus rows (a method that cannot fit the "
         "panel, e.g. WS with fewer than three judges, writes label 'unavailable' and logs why)",

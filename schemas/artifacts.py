@@ -17,6 +17,24 @@ ORDERS = ("AB", "BA")
 VERDICTS = ("A", "B", "tie", "correct", "incorrect")  # the last two: an examinee answer judged alone
 DOMAINS = ("math", "science", "logic", "legal", "medical", "general")
 
+# The built-in aggregation methods, in the order they run by default, and the input each reads unless told
+# (a plugin's: its class attribute `default_input`). The config's default methods and the aggregate registry
+# both read this table; pyproject.toml registers the same names as entry points.
+BUILTIN_AGGREGATORS = {
+    "mv": "label",
+    "avg": "score",
+    "dawid_skene": "label",
+    "ws": "label",
+    "uws": "score",
+    "care_svd": "score",
+    "care_tensor": "score",
+    "wmv": "label",
+    "baer": "score",
+    "cwv": "label",
+    "ds_position": "label",
+    "auto": "label",
+}
+
 # why a judge call gave no verdict (tasks/judges/coverage.py: failure_cause), counted per cause in `coverage`,
 # with the expected calls that have no row at all (n_missing)
 FAILURE_CAUSES = ("rate_limited", "server_error", "client_error", "timeout", "connection", "other_error")

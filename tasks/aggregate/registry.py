@@ -8,27 +8,15 @@ Every method is an estimator with one interface (crowd-kit / scikit-learn style;
 from __future__ import annotations
 
 from judgeops import plugins
+from judgeops.schemas.artifacts import BUILTIN_AGGREGATORS
 
 # The estimators are found by name through the `judgeops.aggregators` entry points (judgeops/plugins.py; the
 # built-ins are registered in pyproject.toml): a method's module (scikit-learn for baer, tensorly for care_tensor)
 # loads when it is asked for, so `judgeops aggregate --method mv` starts as fast as a pandas script.
-# name → the input a built-in reads by default (a plugin's: its class attribute `default_input`, else label).
-# Estimators with an `input` parameter read either; those in USES_LABELS also take `dev_labels` (a labelled
-# development split) in fit().
-AGGREGATORS = {
-    "mv": "label",
-    "avg": "score",
-    "dawid_skene": "label",
-    "ws": "label",
-    "uws": "score",
-    "care_svd": "score",
-    "care_tensor": "score",
-    "wmv": "label",
-    "baer": "score",
-    "cwv": "label",
-    "ds_position": "label",
-    "auto": "label",
-}
+# name → the input a built-in reads by default (schemas/artifacts.py; a plugin's: its class attribute
+# `default_input`, else label). Estimators with an `input` parameter read either; those in USES_LABELS also take
+# `dev_labels` (a labelled development split) in fit().
+AGGREGATORS = BUILTIN_AGGREGATORS
 USES_LABELS = ("care_svd", "care_tensor", "wmv", "baer")
 BINARY_ONLY = ("ws", "uws", "care_svd", "care_tensor", "wmv", "baer", "cwv", "ds_position", "auto")
 # methods that read the perturbation columns (`run`, `shown_first`, `item`) beside task, worker, label
