@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 
 from prefect.artifacts import create_markdown_artifact
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
-from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import PREFECT_API_URL
 from prefect.states import Crashed
 
@@ -67,7 +67,10 @@ class PrefectObserver(RunObserver):
 def temporary_prefect_server() -> dict | None:
     """The temporary Prefect API server this process started (CLI runs without PREFECT_API_URL), if any:
     its pid and start time, so a sweep can stop it when this process dies without stopping it."""
-    for server in list(SubprocessASGIServer._instances.values()):
+    module = sys.modules.get("prefect.server.api.server")  # not imported: this process started none
+    if module is None:  # (importing it to look costs ~3 s per command)
+        return None
+    for server in list(module.SubprocessASGIServer._instances.values()):
         proc = getattr(server, "server_process", None)
         if proc is not None and proc.poll() is None:
             return {"pid": proc.pid, "pid_started": liveness.process_started(proc.pid)}
