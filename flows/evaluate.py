@@ -5,7 +5,7 @@
 Each stage is one task over whole tables (batched inside) that declares what it reads (tasks/stages.py);
 `artifacts` collects every output so far and each stage takes its own inputs from it. A stage whose code,
 parameters and inputs are unchanged reuses an earlier run's outputs. Deployed from `deploy/prefect.yaml`
-(entrypoint `flows/evaluate.py:evaluate`).
+(entrypoint `judgeops.flows.evaluate.evaluate`); a completed run emits `judgeops.evaluate.completed`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 
 from prefect import flow, runtime
+from prefect.events import emit_event
 from pydantic import BaseModel
 
 from judgeops.config import EvaluateConfig, config_for_run, panel_hint
@@ -41,6 +42,25 @@ class EvaluateResult(BaseModel):
     as_of: dt.date
     store_url: str
     report: str
+
+
+def emit_completed(result: EvaluateResult, store: ArtifactStore, config: EvaluateConfig) -> None:
+    """The Prefect event `judgeops.evaluate.completed`: the recalibrate deployment's trigger runs on it
+    (deploy/prefect.yaml), and an automation can act on it. The store URL is absolute: any worker finds it."""
+    emit_event(
+        event="judgeops.evaluate.completed",
+        resource={
+            "prefect.resource.id": f"judgeops.run.{result.run_id}",
+            "prefect.resource.name": result.run_id,
+        },
+        payload={
+            "run_id": result.run_id,
+            "as_of": result.as_of.isoformat(),
+            "store_url": store.absolute_url(),
+            "judges": [j.name for j in config.judges],
+            "report": result.report,
+        },
+    )
 
 
 def _run_name() -> str:
@@ -87,4 +107,6 @@ def evaluate(
         report = report_stage(store, artifacts, config.judges, as_of, started)
         record["report"] = report_path = store.display_path(report.path)
     print(f"report: {report_path}")
-    return EvaluateResult(run_id=store.run_id, as_of=as_of, store_url=config.store.url, report=report_path)
+    result = EvaluateResult(run_id=store.run_id, as_of=as_of, store_url=config.store.url, report=report_path)
+    emit_completed(result, store, config)
+    return result

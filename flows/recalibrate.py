@@ -1,10 +1,15 @@
 """The recalibrate flow: one week's error-rate estimates per judge, chained on the previous week's.
 
-week w reads the verdicts of the week's latest completed evaluate run and the previous week's `calibration`
-(its counts are the state the estimators continue from), writes this week's `calibration`, and emits a
-Prefect event `judgeops.judge.drift` for every judge whose rates or agreement moved beyond their uncertainty
-(a Prefect automation can notify on it). A week whose predecessor has no calibration is refused unless
-`from_scratch` starts a new chain there; a week already calibrated is skipped unless `force`.
+week w reads the verdicts of the week's latest completed evaluate run and the calibration of the last
+calibrated week before it (its counts are the state the estimators continue from), writes this week's
+`calibration`, and emits a Prefect event `judgeops.judge.drift` for every judge whose rates or agreement moved
+beyond their uncertainty (a Prefect automation can notify on it). Weeks between the last calibrated one and w
+are filled first, in order (tasks/drift/chain.py): calibrated where an evaluation ran, else the last
+calibration carried forward, flagged. A store's first calibration starts a new chain; `from_scratch` starts
+one at w. A week already calibrated is skipped unless `force`.
+
+Deployed with a trigger (deploy/prefect.yaml): every `judgeops.evaluate.completed` event runs it for that
+evaluation (`evaluate_run`, `store_url`), with the evaluation's own configuration.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ from prefect import flow, runtime
 from prefect.events import emit_event
 from pydantic import BaseModel
 
-from judgeops.config import EvaluateConfig, config_for_run
+from judgeops.config import EvaluateConfig, StoreConfig, config_for_run
 from judgeops.flows.clock import run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
-from judgeops.tasks.drift.calibrate import drift_events, recalibrate_week, week_units
+from judgeops.tasks.drift.calibrate import carry_forward, drift_events, recalibrate_week, week_units
+from judgeops.tasks.drift.chain import Calibrated, ChainIndex, week_start
 from judgeops.tasks.log import logger
 
 
@@ -30,21 +36,10 @@ class RecalibrationError(RuntimeError):
 class RecalibrateResult(BaseModel):
     week: dt.date
     run_id: str | None
-    status: str  # "calibrated" or "skipped"
+    status: str  # "calibrated", "carried" (no evaluation that week) or "skipped" (already calibrated)
     drifted: list[dict] = []
-
-
-def week_start(day: dt.date) -> dt.date:
-    """The Monday of `day`'s ISO week: a calibration week runs Monday to Sunday."""
-    return day - dt.timedelta(days=day.weekday())
-
-
-def calibration_of(store: ArtifactStore, week: dt.date) -> tuple[str, object] | None:
-    """(run_id, calibration table) of the latest completed recalibrate run for `week`, or None."""
-    for record in reversed(store.completed_runs("recalibrate", week.isoformat(), week.isoformat())):
-        if store.exists("calibration", record["run_id"]):
-            return record["run_id"], store.read_pandas("calibration", record["run_id"])
-    return None
+    carried_from: str | None = None  # the week whose calibration a carried week repeats
+    filled: list[dict] = []  # earlier weeks filled first: {week, status, run_id, carried_from}
 
 
 def emit_drift_events(events: list[dict]) -> None:
@@ -73,6 +68,77 @@ def _week_param() -> str:
     return f"recalibrate-{week or run_date().isoformat()}"
 
 
+def _evaluation_config(store_url: str, run_id: str) -> tuple[EvaluateConfig, dt.date]:
+    """The configuration and date an evaluate run recorded (the trigger calibrates with them)."""
+    record = ArtifactStore(store_url).run_record(run_id)
+    config = EvaluateConfig.model_validate(record["config"])
+    store = StoreConfig(url=store_url)  # where the run was found, as the event said
+    return config.model_copy(update={"store": store}), dt.date.fromisoformat(record["as_of"])
+
+
+def calibrate_one(
+    config: EvaluateConfig,
+    week: dt.date,
+    previous: Calibrated | None,
+    evaluation: str | None,
+    from_scratch: bool = False,
+) -> RecalibrateResult:
+    """Write one week's calibration: from its evaluation, or (none) the previous one carried forward."""
+    url, c = config.store.url, config.calibration
+    base = ArtifactStore(url)
+    before = previous.table(base) if previous else None
+    parents, params = {}, {"calibration": c.model_dump(mode="json"), "from_scratch": from_scratch}
+    if previous is not None:
+        parents["calibration"] = ArtifactStore(url, previous.run_id).ref("calibration")
+    if evaluation is None:
+        carried_from = previous.carried_from or previous.week.isoformat()
+        table, units, events = carry_forward(before, week), None, []
+        params["carried_from"] = carried_from
+    else:
+        carried_from = None
+        src = ArtifactStore(url, evaluation)
+        names = [n for n in ("verdicts", "variants", "pairs", "responses", "items") if src.exists(n)]
+        t = {n: src.read_pandas(n) for n in names}
+        units = week_units(t["verdicts"], t["variants"], t["pairs"], t.get("responses"), t.get("items"))
+        table = recalibrate_week(
+            week, units, before, c.n_audit, tuple(c.prior), c.decay, c.z, c.agreement_drop, c.seed
+        )
+        parents["verdicts"] = src.ref("verdicts")
+        params |= {"evaluate_run": evaluation, "units": units.kind}
+        events = drift_events(table)
+    store = ArtifactStore(url, new_run_id(week), observer=PrefectObserver())
+    with store.recording("recalibrate", week, config) as record:
+        store.write("calibration", table, parents=parents, params=params, stage="recalibrate")
+        emit_drift_events(events)
+        record.update(
+            {
+                "evaluate_run": evaluation,
+                "previous_run": previous.run_id if previous else None,
+                "from_scratch": from_scratch,
+                "carried_from": carried_from,
+                "drifted": events,
+            }
+        )
+    log = logger()
+    if carried_from:
+        log.warning(
+            "recalibrate: week %s has no completed evaluation: carried %s forward", week, carried_from
+        )
+    else:
+        log.info(
+            "recalibrate: week %s from evaluate run %s%s: %d judges, %d drift flags",
+            week,
+            evaluation,
+            "" if previous else " (new chain)",
+            units.votes.shape[1],
+            len(events),
+        )
+    status = "carried" if carried_from else "calibrated"
+    return RecalibrateResult(
+        week=week, run_id=store.run_id, status=status, drifted=events, carried_from=carried_from
+    )
+
+
 @flow(name="recalibrate", flow_run_name=_week_param, log_prints=True)
 def recalibrate(
     week: dt.date | None = None,
@@ -80,86 +146,44 @@ def recalibrate(
     config_file: str | None = None,
     from_scratch: bool = False,
     force: bool = False,
+    evaluate_run: str | None = None,
+    store_url: str | None = None,
 ) -> RecalibrateResult:
     """Re-estimate every judge's FPR/FNR for the week containing `week` (default: the scheduled date).
 
     from_scratch: start a new chain at this week instead of continuing the previous week's state.
     force: recompute a week that is already calibrated.
+    evaluate_run, store_url: the week of this evaluate run of that store, with the run's own configuration
+        (how the `judgeops.evaluate.completed` trigger calls it); `store_url` alone overrides the config's.
     """
+    if evaluate_run is not None:
+        if store_url is None:
+            raise RecalibrationError("evaluate_run needs the store_url of the store the run is in")
+        config, week = _evaluation_config(store_url, evaluate_run)
     config = config_for_run(config, config_file)
+    if store_url is not None and store_url != config.store.url:
+        config = config.model_copy(update={"store": StoreConfig(url=store_url)})
     monday = week_start(run_date(week))
     base = ArtifactStore(config.store.url, observer=PrefectObserver())
-    log = logger()
-    done = calibration_of(base, monday)
-    if done is not None and not force:
-        log.info("recalibrate: week %s is already calibrated (run %s); skipped", monday, done[0])
-        return RecalibrateResult(week=monday, run_id=done[0], status="skipped")
-    evaluations = base.completed_runs(
-        "evaluate", monday.isoformat(), (monday + dt.timedelta(days=6)).isoformat()
-    )
-    if not evaluations:
+    base.sweep_crashed()
+    chain = ChainIndex(base)
+    done, evaluation = chain.calibration(monday), chain.evaluation(monday)
+    if done is not None and not force and not (done.carried_from and evaluation):
+        logger().info("recalibrate: week %s is already calibrated (run %s); skipped", monday, done.run_id)
+        return RecalibrateResult(
+            week=monday, run_id=done.run_id, status="skipped", carried_from=done.carried_from
+        )
+    plan = chain.plan(monday, from_scratch)
+    if evaluation is None and (from_scratch or (plan.previous is None and not plan.gaps)):
         raise RecalibrationError(
-            f"no completed evaluate run for the week of {monday} in store {config.store.url}: "
-            f"run `judgeops run --as-of {monday}` (or backfill the evaluations) first"
+            f"no completed evaluate run for the week of {monday} in store {config.store.url}"
+            + ("" if from_scratch else ", and no calibration before it to carry forward")
+            + f": run `judgeops run --as-of {monday}` (or backfill the evaluations) first"
         )
-    source = evaluations[-1]["run_id"]
-    previous_week = monday - dt.timedelta(weeks=1)
-    previous = None if from_scratch else calibration_of(base, previous_week)
-    if previous is None and not from_scratch:
-        raise RecalibrationError(
-            f"the calibration of the previous week ({previous_week}) is missing from store {config.store.url}: "
-            f"week {monday} continues that week's state. Recalibrate {previous_week} first, or pass "
-            "--from-scratch to start a new chain at this week"
-        )
-    src = ArtifactStore(config.store.url, source)
-    names = [n for n in ("verdicts", "variants", "pairs", "responses", "items") if src.exists(n)]
-    t = {n: src.read_pandas(n) for n in names}
-    units = week_units(t["verdicts"], t["variants"], t["pairs"], t.get("responses"), t.get("items"))
-    c = config.calibration
-    table = recalibrate_week(
-        monday,
-        units,
-        previous[1] if previous else None,
-        c.n_audit,
-        tuple(c.prior),
-        c.decay,
-        c.z,
-        c.agreement_drop,
-        c.seed,
-    )
-    store = ArtifactStore(config.store.url, new_run_id(monday), observer=PrefectObserver())
-    with store.recording("recalibrate", monday, config) as record:
-        parents = {"verdicts": src.ref("verdicts")}
-        if previous is not None:
-            parents["calibration"] = ArtifactStore(config.store.url, previous[0]).ref("calibration")
-        store.write(
-            "calibration",
-            table,
-            parents=parents,
-            params={
-                "calibration": c.model_dump(mode="json"),
-                "evaluate_run": source,
-                "from_scratch": from_scratch,
-                "units": units.kind,
-            },
-            stage="recalibrate",
-        )
-        events = drift_events(table)
-        emit_drift_events(events)
-        record.update(
-            {
-                "evaluate_run": source,
-                "previous_run": previous[0] if previous else None,
-                "from_scratch": from_scratch,
-                "drifted": events,
-            }
-        )
-    log.info(
-        "recalibrate: week %s from evaluate run %s%s: %d judges, %d drift flags",
-        monday,
-        source,
-        "" if previous else " (new chain)",
-        units.votes.shape[1],
-        len(events),
-    )
-    return RecalibrateResult(week=monday, run_id=store.run_id, status="calibrated", drifted=events)
+    previous, filled = plan.previous, []
+    for gap in plan.gaps:
+        one = calibrate_one(config, gap, previous, chain.evaluation(gap))
+        filled.append(one.model_dump(mode="json", include={"week", "status", "run_id", "carried_from"}))
+        previous = Calibrated(gap, one.run_id, one.carried_from)
+    result = calibrate_one(config, monday, previous, evaluation, from_scratch)
+    return result.model_copy(update={"filled": filled})

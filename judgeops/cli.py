@@ -69,7 +69,9 @@ def cmd_ingest(args) -> int:
 
 def cmd_recalibrate(args) -> int:
     result = api.recalibrate(args.week, args.config, args.from_scratch, args.force, args.store)
-    print(f"week {result.week}: {result.status} (run {result.run_id})")
+    for gap in [*result.filled, result.model_dump(mode="json")]:  # earlier weeks filled first, in order
+        note = f", carried from {gap['carried_from']}" if gap.get("carried_from") else ""
+        print(f"week {gap['week']}: {gap['status']} (run {gap['run_id']}{note})")
     for e in result.drifted:
         print(f"drift: {e['judge']} {e['metric']} {e['before']:.3f} → {e['after']:.3f}")
     return 0

@@ -153,6 +153,10 @@ class ArtifactStore:
             raise StoreError("this store handle is not bound to a run: pass run_id")
         return f"runs/{run_id}"
 
+    def absolute_url(self) -> str:
+        """The store's URL as any process finds it: an absolute local path, or the URL of a remote store."""
+        return self.display_path("").rstrip("/")
+
     def display_path(self, rel: str) -> str:
         """Where a person finds the file: a local path, or the URL for remote stores."""
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]

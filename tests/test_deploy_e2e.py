@@ -102,9 +102,40 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
         )
     assert run.state.is_completed(), log.read_text()[-4000:]
     store = ArtifactStore(store_url)
-    (record,) = store.list_runs()
+    (record,) = [r for r in store.list_runs() if r["flow"] == "evaluate"]
     assert record["status"] == "completed" and record["as_of"] == "2026-11-16"
     assert store.exists("report.html", record["run_id"])
+    # events, not clocks: the evaluation's `judgeops.evaluate.completed` event triggers the recalibrate
+    # deployment for it (no schedule fires: it has none), with the evaluation's configuration and store
+    with temporary_settings({PREFECT_API_URL: api}):
+        recalibration = triggered_run("recalibrate/recalibrate-weekly", "evaluate_run", record["run_id"])
+    assert recalibration.state.is_completed(), log.read_text()[-4000:]
+    assert recalibration.parameters["store_url"] == store_url
+    (calibrated,) = [r for r in store.list_runs() if r["flow"] == "recalibrate"]
+    assert calibrated["status"] == "completed" and calibrated["as_of"] == "2026-11-16"
+    assert calibrated["evaluate_run"] == record["run_id"] and store.exists(
+        "calibration", calibrated["run_id"]
+    )
+
+
+def triggered_run(deployment: str, parameter: str, value: str, timeout_s: float = 400):
+    """The flow run of `deployment` whose `parameter` is `value`, once it is final (created by a trigger)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    deadline = time.time() + timeout_s
+    with get_client(sync_client=True) as client:
+        dep = client.read_deployment_by_name(deployment)
+        assert not dep.schedules  # what runs it is the trigger
+        while time.time() < deadline:
+            runs = client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id]))
+            )
+            mine = [r for r in runs if r.parameters.get(parameter) == value]
+            if mine and mine[0].state and mine[0].state.is_final():
+                return mine[0]
+            time.sleep(2)
+    raise AssertionError(f"no final run of {deployment} with {parameter}={value} within {timeout_s} s")
 
 
 def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp_path):
@@ -127,16 +158,18 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     first = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:] + log.read_text()[-3000:]
     assert "2026-11-02: completed" in first.stdout and "2026-11-09: completed" in first.stdout
-    runs = ArtifactStore(store_url).list_runs()
+    runs = evaluations(store_url)
     assert [r["as_of"] for r in runs] == ["2026-11-02", "2026-11-09"]  # in order
     assert all(r["status"] == "completed" for r in runs)
 
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "2026-11-02: skipped" in again.stdout and "2026-11-09: skipped" in again.stdout
-    assert len(ArtifactStore(store_url).list_runs()) == 2
+    assert len(evaluations(store_url)) == 2
 
     # the calibration chain over the same weeks, through its deployment: a new chain, then each week in turn
+    # (each evaluation above also triggered the deployment: one run at a time, whichever comes first
+    # calibrates a week and the other finds it done, so the chain is the same either way)
     chain = [*cmd, "--deployment", "recalibrate/recalibrate-weekly", "--start-chain"]
     calibrated = subprocess.run(chain, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert calibrated.returncode == 0, (
@@ -149,6 +182,10 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     rerun = subprocess.run(chain, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "2026-11-02: skipped" in rerun.stdout and "2026-11-09: skipped" in rerun.stdout
     assert len(ArtifactStore(store_url).list_runs()) == 4  # nothing new
+
+
+def evaluations(store_url: str) -> list[dict]:
+    return [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "evaluate"]
 
 
 def test_backfill_without_a_server_says_what_to_do(tmp_path):
@@ -191,7 +228,7 @@ def test_relative_paths_of_a_deployment_resolve_in_the_users_folder(server_and_w
             timeout=400,
         )
     assert run.state.is_completed(), log.read_text()[-4000:]
-    (record,) = ArtifactStore(str(user / "relative" / "store")).list_runs()
+    (record,) = evaluations(str(user / "relative" / "store"))
     assert record["status"] == "completed"
     assert record["config"]["cache"]["path"] == str(user / "relative" / "calls.sqlite")
     assert not (ROOT / "relative").exists()

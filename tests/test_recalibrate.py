@@ -50,21 +50,22 @@ def test_a_switched_judge_is_flagged_and_becomes_an_event():
 
 
 @pytest.mark.slow
-def test_the_flow_chain_refuses_a_gap_and_starts_from_scratch_when_asked(prefect_server, tmp_path):
+def test_the_flow_chain_starts_fills_gaps_carries_a_week_without_evaluation_and_restarts_when_asked(
+    prefect_server, tmp_path
+):
     from judgeops.flows.evaluate import evaluate
     from judgeops.flows.recalibrate import RecalibrationError, recalibrate
     from judgeops.schemas.store import ArtifactStore
     from tests.conftest import small_config
 
     config = small_config(str(tmp_path / "store"), n_items=24)
-    mondays = [dt.date(2026, 11, 2) + dt.timedelta(weeks=k) for k in range(3)]
-    for day in mondays:
+    mondays = [dt.date(2026, 11, 2) + dt.timedelta(weeks=k) for k in range(4)]
+    for day in mondays[:3]:
         evaluate(config=config, as_of=day + dt.timedelta(days=2))  # a Wednesday of each week
-    with pytest.raises(RecalibrationError, match="previous week .2026-10-26. is missing"):
-        recalibrate(week=mondays[0], config=config)
-    first = recalibrate(week=mondays[0], config=config, from_scratch=True)
+    first = recalibrate(week=mondays[0], config=config)  # the store's first calibration: a new chain
     second = recalibrate(week=mondays[1] + dt.timedelta(days=3), config=config)  # any day of the week
     assert first.status == second.status == "calibrated" and second.week == mondays[1]
+    assert ArtifactStore(config.store.url, first.run_id).run_record()["previous_run"] is None
     again = recalibrate(week=mondays[1], config=config)
     assert again.status == "skipped" and again.run_id == second.run_id  # done weeks are not redone
     store = ArtifactStore(config.store.url, second.run_id)
@@ -79,17 +80,43 @@ def test_the_flow_chain_refuses_a_gap_and_starts_from_scratch_when_asked(prefect
     assert (
         'id="chart-calibration"' in open(later.report, encoding="utf-8").read()
     )  # the history, in the report
-    # the chain: without week 2's calibration, week 3 is refused with the reason; --from-scratch works
-    fs = store.fs
-    fs.rm(store._abs(f"runs/{second.run_id}/calibration.manifest.json"))
-    with pytest.raises(
-        RecalibrationError, match=r"calibration of the previous week \(2026-11-09\) is missing"
-    ):
-        recalibrate(week=mondays[2], config=config)
-    third = recalibrate(week=mondays[2], config=config, from_scratch=True)
-    assert ArtifactStore(config.store.url, third.run_id).run_record()["previous_run"] is None
-    with pytest.raises(RecalibrationError, match="no completed evaluate run for the week of 2026-11-23"):
-        recalibrate(week=dt.date(2026, 11, 23), config=config, from_scratch=True)
+    # a week whose calibration is gone is filled first (from its evaluation), then the week asked for
+    store.fs.rm(store._abs(f"runs/{second.run_id}/calibration.manifest.json"))
+    third = recalibrate(week=mondays[2], config=config)
+    (refilled,) = third.filled
+    assert refilled["week"] == "2026-11-09" and refilled["status"] == "calibrated"
+    record = ArtifactStore(config.store.url, third.run_id).run_record()
+    assert record["previous_run"] == refilled["run_id"] and record["evaluate_run"] == later.run_id
+    # a week without an evaluation carries the last calibration forward, flagged, with no drift
+    fourth = recalibrate(week=mondays[3], config=config)
+    assert fourth.status == "carried" and fourth.carried_from == "2026-11-16" and not fourth.drifted
+    carried = ArtifactStore(config.store.url, fourth.run_id)
+    assert carried.run_record()["carried_from"] == "2026-11-16"
+    before = ArtifactStore(config.store.url, third.run_id).read_pandas("calibration")
+    after = carried.read_pandas("calibration")
+    assert (after["week"] == mondays[3]).all() and (after["n"] == 0).all() and not after["drift"].any()
+    for column in ("fpr", "fnr", "fp", "tn", "fn", "tp"):
+        assert np.array_equal(after[column], before[column], equal_nan=True), column
+    assert carried.manifest("calibration")["params"]["carried_from"] == "2026-11-16"
+    # ... and once that week's evaluation arrives, the carried week is calibrated for real
+    evaluate(config=config, as_of=mondays[3] + dt.timedelta(days=1))
+    real = recalibrate(week=mondays[3], config=config)
+    assert real.status == "calibrated" and real.carried_from is None
+    assert ArtifactStore(config.store.url, real.run_id).run_record()["previous_run"] == third.run_id
+    # from_scratch starts a new chain at the week; with no evaluation that week there is nothing to start from
+    restarted = recalibrate(week=mondays[3], config=config, from_scratch=True, force=True)
+    assert ArtifactStore(config.store.url, restarted.run_id).run_record()["previous_run"] is None
+    with pytest.raises(RecalibrationError, match="no completed evaluate run for the week of 2026-11-30"):
+        recalibrate(week=dt.date(2026, 11, 30), config=config, from_scratch=True)
+
+
+def test_a_store_without_evaluations_is_refused_with_what_to_run(prefect_server, tmp_path):
+    from judgeops.flows.recalibrate import RecalibrationError, recalibrate
+    from tests.conftest import small_config
+
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    with pytest.raises(RecalibrationError, match="no calibration before it to carry forward.*judgeops run"):
+        recalibrate(week=dt.date(2026, 11, 2), config=config)
 
 
 def test_drift_becomes_a_prefect_event_with_judge_metric_before_after_week(prefect_server, monkeypatch):
@@ -137,18 +164,19 @@ def test_wmv_takes_given_rates_and_estimates_the_missing_ones():
 
 
 @pytest.mark.slow
-def test_twelve_weeks_chain_skip_on_rerun_refuse_a_gap_and_flag_a_switched_judge(
+def test_twelve_weeks_chain_skip_on_rerun_carry_a_missed_monday_and_flag_a_switched_judge(
     prefect_server, tmp_path, monkeypatch
 ):
     """Twelve weeks of fresh bank batches, evaluated and calibrated in order (in-process flows; the same chain
     through the deployment: tests/test_deploy_e2e.py). From week 7, the judge named reference_match behaves
-    like hedge_preference."""
+    like hedge_preference. Week 9 has no evaluation and no recalibration (the team's worker was down that
+    Monday): week 10 carries week 8's calibration over it, flagged, and the chain goes on."""
     from prefect.events.clients import AssertingEventsClient
     from prefect.events.worker import EventsWorker
 
     from judgeops.config import BankDrift, BankSource, CacheConfig, EvaluateConfig, ProfileConfig, StoreConfig
     from judgeops.flows.evaluate import evaluate
-    from judgeops.flows.recalibrate import RecalibrationError, recalibrate
+    from judgeops.flows.recalibrate import recalibrate
     from judgeops.schemas.store import ArtifactStore
 
     worker = EventsWorker.instance(AssertingEventsClient)
@@ -171,25 +199,33 @@ def test_twelve_weeks_chain_skip_on_rerun_refuse_a_gap_and_flag_a_switched_judge
         )
 
     mondays = [start + dt.timedelta(weeks=k) for k in range(12)]
-    results = []
+    results = {}
     for k, monday in enumerate(mondays):
-        evaluate(config=config(k), as_of=monday)
-        results.append(recalibrate(week=monday, config=config(k), from_scratch=k == 0))
+        if k != 8:
+            evaluate(config=config(k), as_of=monday)
+            results[k] = recalibrate(week=monday, config=config(k))  # week 1: the store's first, a new chain
+    (missed,) = results[9].filled
+    assert missed == {
+        "week": "2030-03-04",
+        "status": "carried",
+        "run_id": missed["run_id"],
+        "carried_from": "2030-02-25",
+    }
+    run_ids = {k: r.run_id for k, r in results.items()} | {8: missed["run_id"]}
     store = ArtifactStore(str(tmp_path / "store"))
-    chain = [ArtifactStore(store.url, r.run_id).run_record()["previous_run"] for r in results]
-    assert chain == [None] + [r.run_id for r in results[:-1]]  # each week continues the one before
+    chain = [ArtifactStore(store.url, run_ids[k]).run_record()["previous_run"] for k in range(12)]
+    assert chain == [None] + [run_ids[k] for k in range(11)]  # each week continues the one before
     before = len(store.list_runs())
     assert all(recalibrate(week=m, config=config(k)).status == "skipped" for k, m in enumerate(mondays))
     assert len(store.list_runs()) == before  # re-running the chain does nothing new
     # the switch is flagged in week 7, for the switched judge, and becomes a Prefect event
     flagged = {e["judge"] for e in results[6].drifted}
-    assert "reference_match" in flagged and not any(r.drifted for r in results[1:6])
+    assert "reference_match" in flagged and not any(results[k].drifted for k in range(1, 6))
     worker.drain()
     events = [e for e in AssertingEventsClient.last.events if e.event == "judgeops.judge.drift"]
     assert any(e.payload["judge"] == "reference_match" and e.payload["week"] == "2030-02-18" for e in events)
-    # deleting week 5's calibration: week 6 is refused with the reason; --from-scratch starts over there
+    # deleting week 5's calibration: recomputing week 6 fills week 5 again first, from its evaluation
     store.fs.rm(store._abs(f"runs/{results[4].run_id}/calibration.manifest.json"))
-    with pytest.raises(RecalibrationError, match=r"previous week \(2030-02-04\) is missing"):
-        recalibrate(week=mondays[5], config=config(5), force=True)
-    redone = recalibrate(week=mondays[5], config=config(5), force=True, from_scratch=True)
-    assert redone.status == "calibrated"
+    redone = recalibrate(week=mondays[5], config=config(5), force=True)
+    assert redone.status == "calibrated" and [f["week"] for f in redone.filled] == ["2030-02-04"]
+    assert redone.filled[0]["status"] == "calibrated"

@@ -212,3 +212,15 @@ def drift_events(table: pd.DataFrame) -> list[dict]:
         for change in row.drift_changes:
             out.append({"judge": row.judge_id, **change, "week": str(row.week)})
     return out
+
+
+def carry_forward(previous: pd.DataFrame, week: pd.Timestamp | str) -> pd.DataFrame:
+    """The calibration of a week without an evaluation: the previous week's rates and counts, unchanged, dated
+    `week`, with no units of its own (n = 0, agreement unknown) and no drift flag (nothing was observed)."""
+    table = previous.copy()
+    table["week"] = pd.Timestamp(week).date()
+    table["n"] = 0
+    table["agreement"] = np.nan
+    table["drift"] = False
+    table["drift_changes"] = [[] for _ in range(len(table))]
+    return table[CALIBRATION_COLUMNS]
