@@ -3,7 +3,9 @@ evaluation, or the weekly recalibration (`--deployment recalibrate/recalibrate-w
 
 Weeks that already have a completed run of the deployment (same `as_of`) are skipped, so a
 backfill can be rerun after a failure and only does what is missing. It stops at the first week
-that does not complete: later weeks build on earlier ones (the calibration chain).
+that does not complete: later weeks build on earlier ones (the calibration chain). A run it stops waiting for
+(the timeout) is cancelled, so it never runs later, out of order and unwatched; a failed run's reason is part
+of the error.
 """
 
 from __future__ import annotations
@@ -19,12 +21,34 @@ from prefect.client.schemas.filters import (
     FlowRunFilterState,
     FlowRunFilterStateType,
 )
-from prefect.client.schemas.objects import StateType
+from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.deployments import run_deployment
+from prefect.states import Cancelled, Cancelling
 
 from judgeops.tasks.log import logger
 
 DEFAULT_DEPLOYMENT = "evaluate/evaluate-weekly"
+NO_WORKER_HINT = "no worker picked it up: start one with `judgeops server` (or `prefect worker start --pool judgeops-process`)"
+
+
+class BackfillError(RuntimeError):
+    """A week's run did not complete: the backfill stopped there (its message says why)."""
+
+
+def stop_unfinished(run: FlowRun, timeout_s: float) -> str:
+    """Cancel a run the backfill no longer waits for and say why it was not done: a run still scheduled (Late:
+    no worker took it) is cancelled at once; a running one is asked to stop (its worker kills it)."""
+    state = run.state
+    with get_client(sync_client=True) as client:
+        if state is None or state.is_scheduled() or state.is_pending():
+            client.set_flow_run_state(
+                run.id, Cancelled(message=f"backfill: not started within {timeout_s:g} s"), force=True
+            )
+            return f"was still {state.name if state else 'unscheduled'} after {timeout_s:g} s ({NO_WORKER_HINT}); cancelled"
+        client.set_flow_run_state(
+            run.id, Cancelling(message=f"backfill: not done within {timeout_s:g} s"), force=True
+        )
+        return f"was still {state.name} after {timeout_s:g} s; cancelled"
 
 
 def weekly_dates(start: dt.date, end: dt.date) -> list[dt.date]:
@@ -94,12 +118,10 @@ def backfill(
         )
         state = run.state
         if state is None or not state.is_completed():
-            name = state.name if state else "unknown"
-            hint = (
-                " (no worker picked it up? start one with `judgeops server`)"
-                if name in ("Scheduled", "Pending")
-                else ""
-            )
-            raise RuntimeError(f"backfill: week {key} ended in state {name}{hint}; later weeks were not run")
+            if state is not None and state.is_final():
+                why = f"ended {state.name}" + (f": {state.message}" if state.message else "")
+            else:
+                why = stop_unfinished(run, timeout_s)
+            raise BackfillError(f"week {key}: flow run {run.name} {why}. Later weeks were not run")
         outcome[key] = "completed"
     return outcome

@@ -188,6 +188,57 @@ def evaluations(store_url: str) -> list[dict]:
     return [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "evaluate"]
 
 
+def backfill_once(env: dict, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`judgeops --config <a fresh store> backfill ARGS` (its store is empty: nothing was evaluated there)."""
+    config = tmp_path / "judgeops.yaml"
+    config.write_text(dump_config(small_config(str(tmp_path / "store"), n_items=24)))
+    cmd = [str(BIN / "judgeops"), "--config", str(config), "backfill", *args]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+
+def test_backfill_cancels_the_run_no_worker_took_and_says_so(server_and_worker, tmp_path):
+    """With the work pool paused (no worker takes its runs), the backfill gives up at --timeout: it cancels the
+    run it stopped waiting for (before, it stayed queued and a worker ran it later, out of order and unwatched)
+    and says what to do, without a traceback."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env, api, log, user = server_and_worker
+    pool = [str(BIN / "prefect"), "work-pool"]
+    subprocess.run([*pool, "pause", "judgeops-process"], env=env, check=True, capture_output=True)
+    try:
+        out = backfill_once(env, tmp_path, "--start", "2026-10-05", "--end", "2026-10-12", "--timeout", "15")
+    finally:
+        subprocess.run([*pool, "resume", "judgeops-process"], env=env, check=True, capture_output=True)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-3000:]
+    assert "week 2026-10-05" in out.stderr and "no worker picked it up" in out.stderr, out.stderr[-3000:]
+    assert "judgeops server" in out.stderr and "Later weeks were not run" in out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    time.sleep(8)  # the worker, back, polls every 2 s: a queued run would start now
+    with temporary_settings({PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(
+                name=FlowRunFilterName(any_=["evaluate-2026-10-05", "evaluate-2026-10-12"])
+            )
+        )
+    assert [(r.name, r.state.name) for r in runs] == [("evaluate-2026-10-05", "Cancelled")]
+    assert not ArtifactStore(str(tmp_path / "store")).list_runs()
+
+
+def test_backfill_reports_why_a_week_failed(server_and_worker, tmp_path):
+    """A week's run that fails stops the backfill with the run's own reason (here: nothing evaluated)."""
+    env, api, log, user = server_and_worker
+    out = backfill_once(
+        env, tmp_path, "--deployment", "recalibrate/recalibrate-weekly", "--start", "2026-10-05", "--end",
+        "2026-10-12", "--timeout", "300",
+    )  # fmt: skip
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-3000:]
+    assert "week 2026-10-05" in out.stderr and "ended Failed" in out.stderr, out.stderr[-3000:]
+    assert "no completed evaluate run for the week of 2026-10-05" in out.stderr
+    assert "Later weeks were not run" in out.stderr and "Traceback" not in out.stderr + out.stdout
+
+
 def test_backfill_without_a_server_says_what_to_do(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path)

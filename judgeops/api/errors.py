@@ -11,6 +11,7 @@ from judgeops.api.gates import GateError
 from judgeops.api.operations import OperationError
 from judgeops.config import ConfigError
 from judgeops.data_contracts import ContractViolation
+from judgeops.flows.backfill import BackfillError
 from judgeops.flows.recalibrate import RecalibrationError
 from judgeops.schemas.store import StoreError
 from judgeops.tasks.aggregate.scoring import InputError
@@ -18,8 +19,9 @@ from judgeops.tasks.ingest import IngestError
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.cost import BudgetExceeded
 
-# a run stopped on purpose: a broken contract, an unreadable source, a full store, a judge that gave up, the budget
-STOPPING = (ContractViolation, IngestError, StoreError, JudgeBackendError, BudgetExceeded)
+# a run stopped on purpose: a broken contract, an unreadable source, a full store, a judge that gave up, the
+# budget, a backfilled week that did not complete
+STOPPING = (ContractViolation, IngestError, StoreError, JudgeBackendError, BudgetExceeded, BackfillError)
 # a command on a votes file: the file or the method's parameters are wrong
 BAD_VOTES = (InputError, ValueError, TypeError)
 
