@@ -64,8 +64,10 @@ def emit_drift_events(events: list[dict]) -> None:
 
 
 def _week_param() -> str:
-    week = runtime.flow_run.parameters.get("week")
-    return f"recalibrate-{week or run_date().isoformat()}"
+    parameters = runtime.flow_run.parameters
+    if parameters.get("evaluate_run"):  # run by the trigger: the evaluation it follows
+        return f"recalibrate-after-{parameters['evaluate_run']}"
+    return f"recalibrate-{parameters.get('week') or run_date().isoformat()}"
 
 
 def _evaluation_config(store_url: str, run_id: str) -> tuple[EvaluateConfig, dt.date]:

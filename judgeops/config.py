@@ -386,7 +386,9 @@ def _default_panel() -> list[JudgeConfig]:
 class CacheConfig(_Strict):
     path: str = Field(
         "./.judgeops/cache/calls.sqlite",
-        description="the judge-call cache (SQLite, a local path): a call found here is never paid again",
+        description="the judge-call cache: a SQLite file (a local path), or a PostgreSQL database a fleet of "
+        "workers shares (postgresql://user:password@host:port/db; the `postgres` extra): a call found here is "
+        "never paid again",
     )
 
 

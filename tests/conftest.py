@@ -30,7 +30,7 @@ from judgeops.config import (  # noqa: E402
 from judgeops.tasks.construct import construct  # noqa: E402
 from judgeops.tasks.ingest import ingest_items  # noqa: E402
 from judgeops.tasks.judges import judge_variants  # noqa: E402
-from tests import openai_server  # noqa: E402
+from tests import openai_server, postgres_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -57,6 +57,17 @@ def small_config(store_url: str, n_items: int = 48, llm: bool = False) -> Evalua
 @pytest.fixture
 def store_url(tmp_path) -> str:
     return str(tmp_path / "store")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on loopback for the session. Where PostgreSQL is not installed the tests that
+    need it skip with the reason, except in CI (`JUDGEOPS_REQUIRE_SERVERS=1`, set by .ci/run), where they fail."""
+    if postgres_server.bin_dir() is None and not os.environ.get("JUDGEOPS_REQUIRE_SERVERS"):
+        pytest.skip("PostgreSQL is not installed (Debian's postgresql package; .ci/run installs it)")
+    server = postgres_server.PostgresServer()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

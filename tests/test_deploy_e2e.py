@@ -16,7 +16,7 @@ import pytest
 from judgeops.api.operations import wait_for_api
 from judgeops.config import dump_config
 from judgeops.schemas.store import ArtifactStore
-from tests.conftest import ROOT, small_config
+from tests.conftest import ROOT, http_judge, small_config
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -316,3 +316,53 @@ def test_sigterm_stops_the_server_and_worker_it_started(tmp_path):
         for child in children:  # what a failing run of this test would otherwise leave behind
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
+
+
+def test_a_team_setup_prefect_and_the_call_cache_on_postgresql(postgres, server_factory, tmp_path):
+    """The Prefect server on PostgreSQL (PREFECT_API_DATABASE_CONNECTION_URL), the deployments, a process
+    worker, and an evaluation through them with an OpenAI-protocol judge (tests/openai_server.py) whose call
+    cache is in PostgreSQL too; its completion triggers the recalibration. The flow runs are rows of the
+    server's PostgreSQL database, the judge's calls rows of the cache's."""
+    import psycopg
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    prefect_db = postgres.create_database("prefect")
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "home"),
+        "PREFECT_API_URL": api,
+        "PREFECT_API_DATABASE_CONNECTION_URL": prefect_db.replace("postgresql://", "postgresql+asyncpg://"),
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PREFECT_WORKER_QUERY_SECONDS": "2",
+    }
+    log = tmp_path / "server.log"
+    server = start_server(BIN / "judgeops", port, tmp_path, env, log)
+    try:
+        assert wait_for_api(api, server), log.read_text()[-3000:]
+        deploy = subprocess.run([str(BIN / "judgeops"), "deploy"], cwd=tmp_path, env=env, capture_output=True)
+        assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+        config = small_config(str(tmp_path / "store"), n_items=24)
+        config.judges.append(http_judge(server_factory().url, max_pairs=8))
+        config.cache.path = postgres.create_database("team_calls")
+        with temporary_settings({PREFECT_API_URL: api}):
+            run = run_deployment(
+                "evaluate/evaluate-weekly",
+                parameters={"as_of": "2026-11-16", "config": config.model_dump(mode="json")},
+                timeout=400,
+            )
+            assert run.state.is_completed(), log.read_text()[-4000:]
+            (record,) = evaluations(config.store.url)
+            recalibration = triggered_run("recalibrate/recalibrate-weekly", "evaluate_run", record["run_id"])
+        assert recalibration.state.is_completed(), log.read_text()[-4000:]
+        with psycopg.connect(prefect_db) as db:
+            names = {name for (name,) in db.execute("SELECT name FROM flow_run")}
+        assert {"evaluate-2026-11-16", f"recalibrate-after-{record['run_id']}"} <= names
+        with psycopg.connect(config.cache.path) as db:  # the judge's calls, in the cache's own database
+            ((calls,),) = db.execute("SELECT count(*) FROM calls WHERE model = 'test-model'")
+            ((sent,),) = db.execute("SELECT count(*) FROM ledger")
+        assert calls > 0 and sent == calls
+    finally:
+        _stop(server)

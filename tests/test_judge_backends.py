@@ -45,6 +45,19 @@ def test_every_protocol_over_http_and_a_warm_rerun_makes_no_request(
         assert cold["rationale"].str.startswith("own solution: Working it out").all()
 
 
+def test_a_cache_in_postgresql_answers_a_later_run_with_no_request(server_factory, built, postgres):
+    """`cache.path: postgresql://…`: what one run paid for, the next (on any machine) reads back."""
+    url = postgres.create_database("judge_calls")
+    server = server_factory()
+    judge = http_judge(server.url, max_concurrency=8)
+    cold = judge_all(built, judge, url)
+    sent = len(server.entries())
+    assert sent > 0 and cold["error"].isna().all() and not cold["cached"].any()
+    warm = judge_all(built, judge, url)
+    assert len(server.entries()) == sent and warm["cached"].all()
+    pd.testing.assert_series_equal(warm["verdict"], cold["verdict"])
+
+
 def test_server_killed_mid_run_stops_clearly_and_the_rerun_repeats_no_prompt(server_factory, built, tmp_path):
     first = server_factory("--die-after", "25")
     judge = http_judge(first.url, max_concurrency=4, breaker_failures=3, max_retries=1, timeout_s=5)

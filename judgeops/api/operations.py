@@ -17,7 +17,8 @@ from prefect.settings import PREFECT_API_URL
 import judgeops.deploy
 from judgeops.config import WORKDIR_ENV
 from judgeops.flows.backfill import backfill as backfill_flow
-from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.cache import CallCache, is_database_url
+from judgeops.tasks.judges.cache import open_cache as _open_cache
 
 POOL = "judgeops-process"
 # the prefect executable of this environment, so a venv works without being activated
@@ -154,10 +155,10 @@ def backfill(
 
 
 def open_cache(path: str | Path) -> CallCache:
-    """The judge-call cache at `path` (an OperationError if there is none)."""
-    if not Path(path).exists():
+    """The judge-call cache at `path`, a file or a postgresql:// URL (an OperationError if there is none)."""
+    if not is_database_url(path) and not Path(path).exists():
         raise OperationError(f"no judge-call cache at {path}")
-    return CallCache(path)
+    return _open_cache(path)
 
 
 def prune_cache(

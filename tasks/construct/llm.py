@@ -27,7 +27,7 @@ from judgeops.config import JudgeConfig
 from judgeops.schemas.artifacts import FINAL_CLAIM
 from judgeops.tasks.construct.operators import Edit, NotApplicable
 from judgeops.tasks.judges import complete_cached
-from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.cache import open_cache
 from judgeops.tasks.judges.calls import Request, make_call
 from judgeops.tasks.judges.programmatic import consistency_errors
 from judgeops.tasks.judges.prompts import fence
@@ -90,7 +90,7 @@ def _ask(
         key: make_call(model, Request(prompt, max_tokens), VERSION, str(key))
         for key, prompt in prompts.items()
     }
-    with CallCache(cache_path) as cache:
+    with open_cache(cache_path) as cache:
         replies = complete_cached(
             model, list(calls.values()), cache, chunk_size=max(8, 4 * model.max_concurrency)
         )

@@ -1,7 +1,10 @@
-"""The judge-call cache: one SQLite file, keyed by calls.call_key, shared by every run on the machine.
+"""The judge-call cache, keyed by calls.call_key: one SQLite file shared by every run on the machine, or a
+PostgreSQL database shared by a fleet of workers (`cache.path: postgresql://…`, `open_cache`).
 
 SQLite (standard library) because it is the maintained tool for exactly this: atomic commits that
 survive a crash, many readers and writers across processes (WAL mode, busy timeout), one file to copy.
+PostgreSQL (psycopg, the `postgres` extra) for many machines: the same tables and statements, its own
+placeholders, upserts and transactions (`PostgresCallCache`).
 A hit never reaches the backend. Only replies the backend actually produced are stored — parsed or
 unparsable, with the raw body; transport failures (timeouts, 5xx, refused connections) never are, so a
 rerun retries exactly the calls that failed.
@@ -11,7 +14,7 @@ transaction; the `claims` table), calls only those it won, and waits on the cach
 caller holds — one pays, the others read its answers. A claim whose owner died (same host: its process is
 gone; another host: not refreshed for CLAIM_TTL_S) is taken over, so a crash never blocks anyone for long.
 
-Beside the cache, `<cache>.ledger.jsonl` gets one line per call sent to a backend (time, backend, model, key,
+Beside the SQLite cache, `<cache>.ledger.jsonl` (in PostgreSQL: the `ledger` table) gets one line per call sent to a backend (time, backend, model, key,
 caller), written before the call goes out: the bill, to reconcile with a provider's invoice, and the record
 of which calls a crashed run had in flight.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sqlite3
 import time
@@ -91,16 +95,53 @@ def _in_chunks(keys: list[str], size: int = 500) -> Iterator[tuple[list[str], st
         yield chunk, ",".join("?" * len(chunk))
 
 
+def is_database_url(path: str | Path) -> bool:
+    return str(path).startswith(("postgresql://", "postgres://"))
+
+
+def open_cache(path: str | Path) -> CallCache:
+    """The cache at `path`: a PostgreSQL URL (postgresql://user:password@host:port/db), else a SQLite file."""
+    return PostgresCallCache(str(path)) if is_database_url(path) else CallCache(path)
+
+
 class CallCache:
+    """The SQLite cache (a file path). Subclasses swap the dialect: `_sql`, `_insert_ignore`, `_write`."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA synchronous=NORMAL")
         _retry_while_locked(self._set_up, seconds=60)
+        self._identify()
+        self.ledger = self.path.with_name(self.path.name + ".ledger.jsonl")
+
+    def _identify(self) -> None:
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
-        self.ledger = self.path.with_name(self.path.name + ".ledger.jsonl")
+
+    # -- the dialect ---------------------------------------------------------------------------
+    def _sql(self, statement: str) -> str:
+        """A statement written with `?` placeholders, in this database's placeholder style."""
+        return statement
+
+    def _insert_ignore(self, table: str, columns: str, n: int) -> str:
+        """INSERT that skips rows whose key is already there."""
+        return f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({', '.join('?' * n)})"
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction that holds the write lock from its start (so read-then-write is atomic)."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            yield
+
+    def _rows(self, statement: str, args=()) -> list[tuple]:
+        return list(self._db.execute(self._sql(statement), args))
+
+    def _many(self, statement: str, rows: list[tuple]) -> None:
+        if rows:
+            self._db.executemany(self._sql(statement), rows)
 
     def _set_up(self) -> None:
         if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -118,6 +159,9 @@ class CallCache:
             self._db.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
         self._db.close()
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
     def __enter__(self) -> CallCache:
         return self
 
@@ -127,7 +171,7 @@ class CallCache:
     def get_many(self, keys: list[str]) -> dict[str, Reply]:
         found: dict[str, Reply] = {}
         for chunk, marks in _in_chunks(keys):
-            rows = self._db.execute(
+            rows = self._rows(
                 "SELECT key, text, probs, tokens, latency_ms, raw, error, tokens_in, tokens_out FROM calls "
                 f"WHERE key IN ({marks})",
                 chunk,
@@ -167,11 +211,8 @@ class CallCache:
             if not r.transport_failure
         ]
         if rows:
-            with self._db:  # one transaction: a crash keeps all of the chunk or none of it
-                self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany(
-                    f"INSERT OR IGNORE INTO calls ({_COLUMNS}) VALUES ({', '.join('?' * 12)})", rows
-                )
+            with self._write():  # one transaction: a crash keeps all of the chunk or none of it
+                self._many(self._insert_ignore("calls", _COLUMNS, 12), rows)
         return len(rows)
 
     def size_bytes(self) -> int:
@@ -182,9 +223,10 @@ class CallCache:
 
     def stats(self) -> list[dict]:
         """Per backend and model (STATS_COLUMNS): cached calls, unparsable ones, tokens, oldest and newest."""
-        rows = self._db.execute(
-            "SELECT backend, model, COUNT(*), SUM(error IS NOT NULL), COALESCE(SUM(tokens), 0),"
-            " MIN(created), MAX(created) FROM calls GROUP BY backend, model ORDER BY backend, model"
+        rows = self._rows(
+            "SELECT backend, model, COUNT(*), SUM(CASE WHEN error IS NULL THEN 0 ELSE 1 END),"
+            " COALESCE(SUM(tokens), 0), MIN(created), MAX(created) FROM calls GROUP BY backend, model"
+            " ORDER BY backend, model"
         )
         return [
             {
@@ -213,8 +255,8 @@ class CallCache:
         if unparsable:
             where.append("error IS NOT NULL")
         sql = "DELETE FROM calls" + (" WHERE " + " AND ".join(where) if where else "")
-        with self._db:
-            n = self._db.execute(sql, args).rowcount
+        with self._write():
+            n = self._db.execute(self._sql(sql), args).rowcount
         self._db.execute("VACUUM")
         return n
 
@@ -223,30 +265,36 @@ class CallCache:
         """(the keys this handle now owns and must call, the keys a live other caller is calling). Keys
         already answered are in neither; dead owners' claims are taken over."""
         now, mine, theirs = time.time(), set(), set()
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._write():
             for chunk, marks in _in_chunks(keys):
-                done = {
-                    k for (k,) in self._db.execute(f"SELECT key FROM calls WHERE key IN ({marks})", chunk)
-                }
-                held = self._db.execute(
+                done = {k for (k,) in self._rows(f"SELECT key FROM calls WHERE key IN ({marks})", chunk)}
+                held = self._rows(
                     f"SELECT key, owner, host, pid, claimed FROM claims WHERE key IN ({marks})", chunk
                 )
                 dead = [
-                    k
+                    (k, owner)
                     for k, owner, host, pid, claimed in held
                     if owner != self.owner and self._dead(host, pid, claimed, now)
                 ]
-                self._db.executemany("DELETE FROM claims WHERE key = ?", [(k,) for k in dead])
+                # the dead owner's claim only: another caller may have taken the key over meanwhile
+                self._many("DELETE FROM claims WHERE key = ? AND owner = ?", dead)
                 free = [k for k in chunk if k not in done]
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO claims VALUES (?,?,?,?,?)",
+                self._many(
+                    self._insert_ignore("claims", "key, owner, host, pid, claimed", 5),
                     [(k, self.owner, self.host, self.pid, now) for k in free],
                 )
-                for key, owner in self._db.execute(
-                    f"SELECT key, owner FROM claims WHERE key IN ({marks})", chunk
-                ):
-                    (mine if owner == self.owner else theirs).add(key)
+                won = set()
+                for key, owner in self._rows(f"SELECT key, owner FROM claims WHERE key IN ({marks})", chunk):
+                    (won if owner == self.owner else theirs).add(key)
+                # a key answered since the first look (its caller stored the reply, then released the claim:
+                # possible where writers do not exclude each other, as in PostgreSQL) is not called again
+                late = {
+                    k for (k,) in self._rows(f"SELECT key FROM calls WHERE key IN ({marks})", chunk)
+                } - done
+                self._many(
+                    "DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in won & late]
+                )
+                mine |= won - late
         return mine, theirs - mine
 
     def _dead(self, host: str, pid: int, claimed: float, now: float) -> bool:
@@ -267,12 +315,11 @@ class CallCache:
     def release(self, keys: list[str]) -> None:
         """Drop this handle's claims on `keys` (answered or failed: a failed call may be retried by anyone),
         and refresh the rest of its claims (they are still being worked on)."""
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany(
-                "DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in keys]
+        with self._write():
+            self._many("DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in keys])
+            self._db.execute(
+                self._sql("UPDATE claims SET claimed = ? WHERE owner = ?"), (time.time(), self.owner)
             )
-            self._db.execute("UPDATE claims SET claimed = ? WHERE owner = ?", (time.time(), self.owner))
 
     def wait_for(
         self,
@@ -303,9 +350,93 @@ class CallCache:
     def _held_by_others(self, keys: list[str]) -> set[str]:
         now, theirs = time.time(), set()
         for chunk, marks in _in_chunks(keys):
-            for key, owner, host, pid, claimed in self._db.execute(
+            for key, owner, host, pid, claimed in self._rows(
                 f"SELECT key, owner, host, pid, claimed FROM claims WHERE key IN ({marks})", chunk
             ):
                 if owner != self.owner and not self._dead(host, pid, claimed, now):
                     theirs.add(key)
         return theirs
+
+
+_LEDGER = """
+CREATE TABLE IF NOT EXISTS ledger (
+    t DOUBLE PRECISION NOT NULL,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    key TEXT NOT NULL,
+    caller TEXT NOT NULL
+)
+"""
+
+
+def redact(url: str) -> str:
+    """The URL without its password: what a message or a log may show."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+class PostgresCallCache(CallCache):
+    """The cache in a PostgreSQL database, for workers on many machines: the same tables (REAL columns as
+    DOUBLE PRECISION) and statements. Writes are transactions at READ COMMITTED: an INSERT that meets a key
+    another transaction is inserting waits for it, so two callers never both win a claim; the ledger is a
+    table. `path` is the URL without its password."""
+
+    def __init__(self, url: str):
+        try:
+            import psycopg
+        except ImportError as exc:  # pragma: no cover - the message is the point
+            raise ImportError(
+                "a postgresql:// call cache needs psycopg: pip install 'judgeops[postgres]'"
+            ) from exc
+        self.path = redact(url)
+        try:
+            self._db = psycopg.connect(url, autocommit=True, connect_timeout=30)
+        except psycopg.OperationalError as exc:  # its message may quote the URL: never the password
+            raise ConnectionError(f"call cache {self.path}: {redact(str(exc)).strip()}") from None
+        with self._db.transaction():
+            self._db.execute(
+                "SELECT pg_advisory_xact_lock(7283)"
+            )  # concurrent CREATE TABLE IF NOT EXISTS race
+            self._db.execute(_SCHEMA.replace("REAL", "DOUBLE PRECISION"))
+            for name, kind in _ADDED.items():
+                self._db.execute(f"ALTER TABLE calls ADD COLUMN IF NOT EXISTS {name} {kind}")
+            self._db.execute(_CLAIMS.replace("REAL", "DOUBLE PRECISION"))
+            self._db.execute(_LEDGER)
+        self._identify()
+        self.ledger = None
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", "%s")
+
+    def _insert_ignore(self, table: str, columns: str, n: int) -> str:
+        return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * n)}) ON CONFLICT DO NOTHING"
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        with self._db.transaction():
+            yield
+
+    def _many(self, statement: str, rows: list[tuple]) -> None:
+        if rows:
+            with self._db.cursor() as cursor:
+                cursor.executemany(self._sql(statement), rows)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._db.execute("DELETE FROM claims WHERE owner = %s", (self.owner,))
+        self._db.close()
+
+    def size_bytes(self) -> int:
+        (size,) = self._rows("SELECT pg_total_relation_size('calls') + pg_total_relation_size('claims')")[0]
+        return int(size)
+
+    def record_sent(self, backend: str, model: str, keys: list[str]) -> None:
+        now = time.time()
+        with self._write():
+            self._many(
+                "INSERT INTO ledger (t, backend, model, key, caller) VALUES (?, ?, ?, ?, ?)",
+                [(now, backend, model, k, self.owner) for k in keys],
+            )
+
+    def ledger_keys(self) -> list[str]:
+        """The keys of every call sent, in the order they were recorded."""
+        return [k for (k,) in self._rows("SELECT key FROM ledger ORDER BY t, key")]

@@ -26,7 +26,7 @@ import pandas as pd
 from judgeops.config import CostConfig, JudgeConfig, rubric_of
 from judgeops.tasks.judges.backends.base import Backend
 from judgeops.tasks.judges.backends.factory import get_backend
-from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.cache import CallCache, open_cache
 from judgeops.tasks.judges.calls import Call, Reply, make_call
 from judgeops.tasks.judges.cost import Budget, BudgetExceeded
 from judgeops.tasks.judges.programmatic import check_response, judge_unit
@@ -279,7 +279,9 @@ def _judge_units(
     done = errors = hits = 0
     report = progress or (lambda *_: None)
     cache = (
-        CallCache(cache_path) if cache_path and any(j.backend != "programmatic" for j, _, _ in plan) else None
+        open_cache(cache_path)
+        if cache_path and any(j.backend != "programmatic" for j, _, _ in plan)
+        else None
     )
     try:
         for judge, asked, units in plan:

@@ -1,0 +1,72 @@
+"""A throwaway PostgreSQL server on loopback for the tests: Debian's postgresql package (`.ci/run` installs it),
+a cluster in a temp folder (initdb, trust authentication, no fsync), started and stopped with pg_ctl.
+
+PostgreSQL refuses to run as root; as root the cluster belongs to the package's `postgres` user.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+USER = "judgeops"
+
+
+def bin_dir() -> Path | None:
+    """The folder of pg_ctl and initdb (Debian keeps them out of PATH), or None when not installed."""
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    return Path(versions[-1]).parent if versions else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PostgresServer:
+    def __init__(self):
+        self.bin = bin_dir()
+        if self.bin is None:
+            raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+        self.folder = Path(tempfile.mkdtemp(prefix="judgeops-pg-"))
+        self.data, self.port = self.folder / "data", _free_port()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:  # initdb and postgres refuse root
+            shutil.chown(self.folder, "postgres")
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", USER, "--no-sync", "-E", "UTF8")
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start"
+        )
+
+    def _run(self, program: str, *args: str) -> None:
+        done = subprocess.run([*self.as_user, str(self.bin / program), *args], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+
+    def url(self, database: str = "postgres", driver: str = "postgresql") -> str:
+        return f"{driver}://{USER}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        """A new empty database: its postgresql:// URL."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as db:
+            db.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def stop(self) -> None:
+        try:
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
