@@ -161,18 +161,36 @@ class ArtifactStore:
         """Where a person finds the file: a local path, or the URL for remote stores."""
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         full = self._abs(rel)
-        return full if protocol in ("file", "local") else f"{protocol}://{full}"
+        return full if self.is_local() else f"{protocol}://{full}"
+
+    def is_local(self) -> bool:
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return protocol in ("file", "local")
+
+    def browser_url(self, rel: str, expires_s: int = 7 * 86400) -> str:
+        """A link a browser (the Prefect UI's link artifact) can open: file:// for a local store; for an object
+        store a presigned HTTPS URL (valid `expires_s`, S3's maximum being 7 days) where the filesystem can sign
+        one, else its s3:// style URL."""
+        if self.is_local():
+            return f"file://{self._abs(rel)}"
+        with contextlib.suppress(NotImplementedError, AttributeError, ValueError):
+            return self.fs.sign(self._abs(rel), expiration=expires_s)
+        return self.display_path(rel)
 
     def _put_atomic(self, rel: str, payload: bytes) -> None:
-        """Write to a temp name in the same folder, then rename: a crash never leaves a half file, and a
-        failed write (a full disk, a read-only store) removes its temp file and says which file failed."""
+        """Write so that a reader never sees half a file. Locally: a temp name in the same folder, then a
+        rename. On an object store: one PUT (an object appears whole or not at all; a rename there is a copy
+        and a delete). A failed write (a full disk, a read-only store) removes its temp file and says which
+        file failed. Artifacts write their data first and their manifest last: the manifest is the commit."""
         path = self._abs(rel)
-        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}" if self.is_local() else path
         try:
-            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            if self.is_local():
+                self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             with self.fs.open(tmp, "wb") as fh:
                 fh.write(payload)
-            self.fs.mv(tmp, path)
+            if tmp != path:
+                self.fs.mv(tmp, path)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 if self.fs.exists(tmp):

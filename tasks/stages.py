@@ -408,7 +408,7 @@ def report_stage(
     ref = write_report(store, artifacts, judges, as_of, now)
     publish(
         {n: store.read_pandas(artifacts[n]) for n in REPORT_INPUTS if n in artifacts},
-        store.display_path(ref.path),
+        store.browser_url(ref.path),
     )
     logger().info("report: %s", store.display_path(ref.path))
     return ref

@@ -71,6 +71,38 @@ def postgres():
 
 
 @pytest.fixture(scope="session")
+def s3():
+    """A real S3-compatible server on loopback (moto's server mode) for the session, with a bucket
+    `judgeops-test`; this process and its subprocesses reach it through fsspec's configuration
+    (FSSPEC_S3_ENDPOINT_URL and test credentials). Yields the endpoint URL."""
+    import fsspec.config
+    from moto.server import ThreadedMotoServer
+
+    port = postgres_server.free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "FSSPEC_S3_ENDPOINT_URL": endpoint,  # subprocesses: fsspec reads FSSPEC_<PROTOCOL>_<OPTION> at import
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    fsspec.config.conf.setdefault("s3", {})["endpoint_url"] = endpoint  # this process imported fsspec already
+    fsspec.filesystem("s3", skip_instance_cache=True).mkdir("judgeops-test")
+    yield endpoint
+    fsspec.config.conf["s3"].pop("endpoint_url", None)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def prefect_server():
     """A real Prefect API server (SQLite in a temp dir) for the whole session."""
     from prefect.testing.utilities import prefect_test_harness

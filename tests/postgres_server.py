@@ -26,7 +26,7 @@ def bin_dir() -> Path | None:
     return Path(versions[-1]).parent if versions else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -38,7 +38,7 @@ class PostgresServer:
         if self.bin is None:
             raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
         self.folder = Path(tempfile.mkdtemp(prefix="judgeops-pg-"))
-        self.data, self.port = self.folder / "data", _free_port()
+        self.data, self.port = self.folder / "data", free_port()
         self.as_user: list[str] = []
         if os.geteuid() == 0:  # initdb and postgres refuse root
             shutil.chown(self.folder, "postgres")

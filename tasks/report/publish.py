@@ -16,7 +16,7 @@ def _round(x: float) -> float | None:
     return None if x is None or np.isnan(x) else round(float(x), 3)
 
 
-def publish(tables: dict[str, pd.DataFrame], report_path: str) -> None:
+def publish(tables: dict[str, pd.DataFrame], report_link: str) -> None:
     """The leaderboard, the accuracy and CAP tables and the pointwise bias on the Prefect flow run, with a
     link to the report."""
     if FlowRunContext.get() is None and TaskRunContext.get() is None:
@@ -106,7 +106,6 @@ def publish(tables: dict[str, pd.DataFrame], report_path: str) -> None:
             key="aggregation",
             description="auto's choice and each method's label-free check",
         )
-    link = report_path if "://" in report_path else f"file://{report_path}"
-    create_link_artifact(
-        link=link, link_text="judgeops report", key="report", description="the HTML report of this run"
+    create_link_artifact(  # report_link: file://, or a presigned HTTPS URL for an object store
+        link=report_link, link_text="judgeops report", key="report", description="the HTML report of this run"
     )
