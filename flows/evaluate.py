@@ -33,6 +33,7 @@ from judgeops.tasks.stages import (
     profile_stage,
     report_stage,
     robustness_stage,
+    stage_options,
     validate_stage,
 )
 
@@ -90,21 +91,26 @@ def evaluate(
     if all(j.backend == "programmatic" for j in config.judges):
         logger().warning("panel: programmatic judges only, no LLM judge: %s", panel_hint())
     cache = config.cache.path
+    ops = stage_options(config.stages)  # Prefect's retries (transient errors only) and timeouts, every stage
     with store.recording("evaluate", as_of, config) as record:
-        artifacts: Refs = ingest_stage(store, config, as_of, reuse)
+        artifacts: Refs = ingest_stage.with_options(**ops)(store, config, as_of, reuse)
         ingest_summary_stage(store, artifacts)
-        artifacts |= construct_stage(store, artifacts, config.construction, reuse, cache)
-        artifacts |= judge_stage(
+        artifacts |= construct_stage.with_options(**ops)(store, artifacts, config.construction, reuse, cache)
+        artifacts |= judge_stage.with_options(**ops)(
             store, artifacts, config.judges, config.batch_size, reuse, cache, config.cost
         )
-        artifacts |= validate_stage(store, artifacts, config.judges, reuse, config.cost.prices)
+        artifacts |= validate_stage.with_options(**ops)(
+            store, artifacts, config.judges, reuse, config.cost.prices
+        )
         if config.robustness.injection:
-            artifacts |= robustness_stage(store, artifacts, config.judges, config.robustness, reuse, cache)
-        artifacts |= aggregate_stage(
+            artifacts |= robustness_stage.with_options(**ops)(
+                store, artifacts, config.judges, config.robustness, reuse, cache
+            )
+        artifacts |= aggregate_stage.with_options(**ops)(
             store, artifacts | latest_calibration(store, as_of), config.aggregation, reuse
         )
-        artifacts |= profile_stage(store, artifacts, config.profile, config.judges, reuse)
-        report = report_stage(store, artifacts, config.judges, as_of, started)
+        artifacts |= profile_stage.with_options(**ops)(store, artifacts, config.profile, config.judges, reuse)
+        report = report_stage.with_options(**ops)(store, artifacts, config.judges, as_of, started)
         record["report"] = report_path = store.display_path(report.path)
     print(f"report: {report_path}")
     result = EvaluateResult(run_id=store.run_id, as_of=as_of, store_url=config.store.url, report=report_path)

@@ -488,6 +488,22 @@ class CostConfig(_Strict):
     )
 
 
+class StagesConfig(_Strict):
+    """How Prefect runs every stage task of the evaluate flow (its own retries and timeouts)."""
+
+    retries: int = Field(
+        1,
+        ge=0,
+        description="retries of a stage that failed on a transient error (a network or store error, a judge "
+        "backend that stopped answering); a retry resumes from the call cache. A broken contract, bad input "
+        "or the budget is never retried",
+    )
+    retry_delay_s: float = Field(10.0, ge=0, description="seconds before a retry")
+    timeout_s: float | None = Field(
+        None, gt=0, description="a stage running longer than this fails (TimeoutError; retried like others)"
+    )
+
+
 class StoreConfig(_Strict):
     url: str = Field(
         DEFAULT_STORE_URL, description="fsspec URL: a local path, file://..., s3://bucket/prefix"
@@ -510,6 +526,7 @@ class EvaluateConfig(_Strict):
     store: StoreConfig = Field(default_factory=StoreConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
+    stages: StagesConfig = Field(default_factory=StagesConfig)
     batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")
 
     @model_validator(mode="after")

@@ -29,13 +29,14 @@ from judgeops.config import (
     Price,
     ProfileConfig,
     RobustnessConfig,
+    StagesConfig,
 )
 from judgeops.schemas.store import ArtifactRef, ArtifactStore, StoreError
 from judgeops.tasks.aggregate.panel import aggregate_panel
 from judgeops.tasks.construct import construct, construction_summary
 from judgeops.tasks.ingest import IngestError, expand_paths, inbox_files, summary_table, week_mix
 from judgeops.tasks.ingest.items import IngestResult, ingest_all
-from judgeops.tasks.judges import coverage, transport_failures
+from judgeops.tasks.judges import JudgeBackendError, coverage, transport_failures
 from judgeops.tasks.judges.injection import probe_panel
 from judgeops.tasks.judges.runner import judge_all
 from judgeops.tasks.log import logger
@@ -75,6 +76,27 @@ REPORT_INPUTS = (
     "consistency",
     "aggregation_notes",
 )
+
+
+# what a retry can fix: the network, the store, a judge backend that stopped answering (its answers so far are
+# cached). Deterministic failures (a broken contract, bad input, the budget, a bug) fail at once.
+TRANSIENT = (OSError, StoreError, JudgeBackendError)
+
+
+def _transient(task, task_run, state) -> bool:
+    """retry_condition_fn: retry only a stage that failed on a TRANSIENT error."""
+    exc = state.data if isinstance(state.data, BaseException) else None
+    return isinstance(exc, TRANSIENT)
+
+
+def stage_options(config: StagesConfig) -> dict:
+    """Prefect task options for every stage (`stage.with_options(**stage_options(config.stages))`)."""
+    return {
+        "retries": config.retries,
+        "retry_delay_seconds": config.retry_delay_s,
+        "retry_condition_fn": _transient,
+        "timeout_seconds": config.timeout_s,
+    }
 
 
 def source_fingerprint(config: EvaluateConfig, as_of: dt.date) -> dict[str, str]:

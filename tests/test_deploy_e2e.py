@@ -229,10 +229,8 @@ def test_backfill_cancels_the_run_no_worker_took_and_says_so(server_and_worker, 
 def test_backfill_reports_why_a_week_failed(server_and_worker, tmp_path):
     """A week's run that fails stops the backfill with the run's own reason (here: nothing evaluated)."""
     env, api, log, user = server_and_worker
-    out = backfill_once(
-        env, tmp_path, "--deployment", "recalibrate/recalibrate-weekly", "--start", "2026-10-05", "--end",
-        "2026-10-12", "--timeout", "300",
-    )  # fmt: skip
+    weeks = ["--start", "2026-10-05", "--end", "2026-10-12", "--timeout", "300"]
+    out = backfill_once(env, tmp_path, "--deployment", "recalibrate/recalibrate-weekly", *weeks)
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-3000:]
     assert "week 2026-10-05" in out.stderr and "ended Failed" in out.stderr, out.stderr[-3000:]
     assert "no completed evaluate run for the week of 2026-10-05" in out.stderr
