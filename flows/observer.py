@@ -40,6 +40,20 @@ class PrefectObserver(RunObserver):
             markdown=outcome.markdown(), key=key, description=f"data contract of {outcome.artifact}"
         )
 
+    def contract_reused(self, name: str, computed_by: str, validation: dict) -> None:
+        """A reused artifact's contract result, from the run that computed it, on this flow run too (the UI
+        showed none for a reused or backfilled run)."""
+        if FlowRunContext.get() is None and TaskRunContext.get() is None:
+            return
+        outcome = ContractOutcome(artifact=name, validation=validation, clean=None, quarantined=None)
+        key = "contract-" + re.sub(r"[^a-z0-9-]+", "-", name.lower())
+        create_markdown_artifact(
+            markdown=f"Reused from run `{computed_by}`, validated when that run computed it.\n\n"
+            + outcome.markdown(),
+            key=key,
+            description=f"data contract of {name} (reused from run {computed_by})",
+        )
+
     def runs_crashed(self, records: list[dict]) -> list[dict]:
         """Set each record's Prefect flow run to Crashed where a Prefect API is reachable — in a flow run, or
         with PREFECT_API_URL set (a sweep without one leaves it to the next flow's). Returns the records done."""

@@ -128,6 +128,9 @@ class RunObserver:
     def contract_checked(self, outcome: Any) -> None:
         """An artifact's data contract was evaluated (a `ContractOutcome`)."""
 
+    def contract_reused(self, name: str, computed_by: str, validation: dict) -> None:
+        """An artifact was reused from run `computed_by`, whose contract result (`validation`) still holds."""
+
     def runs_crashed(self, records: list[dict]) -> list[dict]:
         """Runs the sweep found dead; returns those the orchestrator now also shows as crashed."""
         return []
@@ -423,8 +426,12 @@ class ArtifactStore:
             if ref.run_id == self.run_id:
                 continue
             manifest = self.manifest(ref.name, ref.run_id)
+            computed_by = manifest.get("reused_from") or ref.run_id  # the run that validated the data
             manifest["reused_from"] = ref.run_id
             self._put_json(f"{self._run_rel()}/{ref.name}.manifest.json", manifest)
+            validation = f"{self._run_rel(computed_by)}/{ref.name}.validation.json"
+            if self.fs.exists(self._abs(validation)):  # this run shows the result it stands on
+                self.observer.contract_reused(ref.name, computed_by, self._get_json(validation))
 
     # -- runs ----------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -92,6 +92,12 @@ def test_a_second_run_reuses_every_stage(first_run):
     for name in TABLES:
         assert store.manifest(name)["reused_from"] == first.run_id, name
     assert store.manifest("report.html")["run_id"] == second.run_id  # the report is always re-rendered
+    # the reused run shows the contract results its artifacts stand on (validated by the first run)
+    flow_run_id = store.run_record()["prefect"]["flow_run_id"]
+    with get_client(sync_client=True) as client:
+        shown = {a.key: a for a in client.read_artifacts() if str(a.flow_run_id) == str(flow_run_id)}
+    assert {"contract-verdicts", "contract-items", "contract-consensus"} <= set(shown)
+    assert f"Reused from run `{first.run_id}`" in shown["contract-verdicts"].data
 
 
 def test_a_broken_contract_stops_the_flow_and_nothing_downstream_is_written(
