@@ -97,8 +97,16 @@ def evaluate(
         ingest_summary_stage(store, artifacts)
         artifacts |= construct_stage.with_options(**ops)(store, artifacts, config.construction, reuse, cache)
         artifacts |= judge_stage.with_options(**ops)(
-            store, artifacts, config.judges, config.batch_size, reuse, cache, config.cost
-        )
+            store,
+            artifacts,
+            config.judges,
+            config.batch_size,
+            reuse,
+            cache,
+            config.cost,
+            config.sharding,
+            config.stages,
+        )  # sharding: where the judging runs (here, a thread pool, Dask), not what it computes
         artifacts |= validate_stage.with_options(**ops)(
             store, artifacts, config.judges, reuse, config.cost.prices
         )

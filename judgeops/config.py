@@ -504,6 +504,22 @@ class StagesConfig(_Strict):
     )
 
 
+class ShardingConfig(_Strict):
+    """Where the judge stage's work runs: here in order (inline), or split into shards (one judge on at most
+    `units_per_shard` units each) run as Prefect tasks on a thread pool or a Dask cluster, each shard's
+    verdicts saved in the store as it finishes, so a crash or a lost worker costs at most the shards in flight."""
+
+    runner: Literal["inline", "threads", "dask"] = Field("inline", description="inline | threads | dask")
+    units_per_shard: int = Field(2000, ge=1, description="units (displayed variants or answers) per shard")
+    max_workers: int = Field(4, ge=1, description="threads: shards judged at once")
+    dask_address: str | None = Field(
+        None, description="dask: the scheduler of an existing cluster (tcp://host:8786); none: a LocalCluster"
+    )
+    dask_workers: int = Field(
+        2, ge=1, description="dask without an address: the LocalCluster's worker processes"
+    )
+
+
 class StoreConfig(_Strict):
     url: str = Field(
         DEFAULT_STORE_URL, description="fsspec URL: a local path, file://..., s3://bucket/prefix"
@@ -527,6 +543,7 @@ class EvaluateConfig(_Strict):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
     stages: StagesConfig = Field(default_factory=StagesConfig)
+    sharding: ShardingConfig = Field(default_factory=ShardingConfig)
     batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")
 
     @model_validator(mode="after")
@@ -539,6 +556,11 @@ class EvaluateConfig(_Strict):
 
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> EvaluateConfig:
+        if self.cost.max_cost is not None and self.sharding.runner != "inline":
+            raise ValueError(
+                "cost.max_cost is counted in one process: it needs sharding.runner: inline "
+                f"(not {self.sharding.runner!r})"
+            )
         if self.cost.max_cost is not None:
             unpriced = sorted(
                 {j.model for j in self.judges if j.backend in ("openai", "anthropic")} - set(self.cost.prices)

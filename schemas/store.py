@@ -205,6 +205,21 @@ class ArtifactStore:
                 + (f" [errno {exc.errno}]" if exc.errno else "")
             ) from exc
 
+    # -- files beside the artifacts (work in progress a rerun picks up, e.g. the judge stage's shards) --------
+    def put_blob(self, rel: str, payload: bytes) -> None:
+        """Write `rel` (relative to the store's root) whole or not at all."""
+        self._put_atomic(rel, payload)
+
+    def get_blob(self, rel: str) -> bytes:
+        return self.fs.cat_file(self._abs(rel))
+
+    def has_blob(self, rel: str) -> bool:
+        return self.fs.exists(self._abs(rel))
+
+    def remove_blob(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm(self._abs(rel))
+
     def _put_json(self, rel: str, obj: Any) -> None:
         self._put_atomic(rel, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
 

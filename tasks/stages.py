@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import time
 from pathlib import Path
 
 import pandas as pd
-from prefect import task
+from prefect import flow, task, unmapped
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
@@ -29,6 +30,7 @@ from judgeops.config import (
     Price,
     ProfileConfig,
     RobustnessConfig,
+    ShardingConfig,
     StagesConfig,
 )
 from judgeops.schemas.store import ArtifactRef, ArtifactStore, StoreError
@@ -38,7 +40,7 @@ from judgeops.tasks.ingest import IngestError, expand_paths, inbox_files, summar
 from judgeops.tasks.ingest.items import IngestResult, ingest_all
 from judgeops.tasks.judges import JudgeBackendError, coverage, transport_failures
 from judgeops.tasks.judges.injection import probe_panel
-from judgeops.tasks.judges.runner import judge_all
+from judgeops.tasks.judges.runner import Plan, PlanRunner, Shard, judge_all, judge_shard, shard_plan
 from judgeops.tasks.log import logger
 from judgeops.tasks.profile.panel import profile_panel
 from judgeops.tasks.report import publish, render_report, render_samples, sample_records
@@ -200,7 +202,15 @@ def judge_stage(
     reuse: bool = True,
     cache_path: str | None = None,
     cost: CostConfig | None = None,
+    sharding: ShardingConfig | None = None,
+    stages: StagesConfig | None = None,
 ) -> Refs:
+    """Every judge on every unit: here, in order, or (sharding.runner threads | dask) in shards on that task
+    runner (`judge-shards`). The sharding settings are not part of the stage's key: they change where the
+    verdicts are computed, not what they are."""
+    sharded = sharding is not None and sharding.runner != "inline"
+    run_plan = shards_runner(store, sharding, batch_size, cache_path, stages) if sharded else None
+
     def incomplete(outputs: dict[str, pd.DataFrame]) -> str | None:
         n = transport_failures(outputs["verdicts"])
         return f"{n} judge calls got no answer (not cached); a rerun retries exactly those" if n else None
@@ -210,10 +220,98 @@ def judge_stage(
         JUDGE,
         JUDGE.select(artifacts),
         {"judges": judges, "cost": cost},
-        lambda t: {"verdicts": judge_all(t, judges, store.run_id, batch_size, _Progress, cache_path, cost)},
+        lambda t: {
+            "verdicts": judge_all(t, judges, store.run_id, batch_size, _Progress, cache_path, cost, run_plan)
+        },
         reuse,
         incomplete=incomplete,
     )
+
+
+SHARDS = "shards/judge"  # in the store: <key>.json (the work order), <key>.parquet (its rows), until the stage ends
+
+
+@task(name="judge-shard", cache_policy=NO_CACHE, task_run_name="judge-shard-{key:.12}")
+def judge_shard_task(key: str, store_url: str, run_id: str, batch_size: int, cache_path: str | None) -> str:
+    """Judge one shard (its work order read from the store, so any worker can take it) and save its verdict
+    rows in the store as it finishes; a shard already saved (by an attempt that crashed or lost its worker
+    after it) is not judged again. Returns where the rows are."""
+    store, rel = ArtifactStore(store_url), f"{SHARDS}/{key}.parquet"
+    if store.has_blob(rel):
+        logger().info("judge shard %s: saved by an earlier attempt, not judged again", key[:12])
+        return rel
+    shard = Shard.from_json(store.get_blob(f"{SHARDS}/{key}.json"))
+    rows = pd.DataFrame(judge_shard(shard, run_id, batch_size, cache_path))
+    store.put_blob(rel, rows.to_parquet(index=False))
+    return rel
+
+
+@flow(name="judge-shards", flow_run_name="judge-shards-{run_id}")
+def judge_shards(
+    keys: list[str],
+    store_url: str,
+    run_id: str,
+    batch_size: int,
+    cache_path: str | None,
+    stages: StagesConfig | None = None,
+) -> list[str]:
+    """Every shard as a task on this flow's task runner (a thread pool or Dask), with the stages' retries and
+    timeout; where each shard's rows were saved, in shard order. Its parameters are the shards' keys: the
+    work orders themselves are in the store."""
+    shard_task = judge_shard_task.with_options(**stage_options(stages or StagesConfig()))
+    futures = shard_task.map(
+        keys, unmapped(store_url), unmapped(run_id), unmapped(batch_size), unmapped(cache_path)
+    )
+    return [f.result() for f in futures]
+
+
+def task_runner(sharding: ShardingConfig):
+    """The configured Prefect task runner: a thread pool, or prefect-dask's DaskTaskRunner on an existing
+    cluster (its address) or on a LocalCluster of `dask_workers` processes."""
+    if sharding.runner == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=sharding.max_workers)
+    from prefect_dask import DaskTaskRunner
+
+    if sharding.dask_address:
+        return DaskTaskRunner(address=sharding.dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": sharding.dask_workers, "threads_per_worker": 1})
+
+
+def shards_runner(
+    store: ArtifactStore,
+    sharding: ShardingConfig,
+    batch_size: int,
+    cache_path: str | None,
+    stages: StagesConfig | None,
+) -> PlanRunner:
+    """A PlanRunner that shards the plan, saves the work orders in the store, judges them on the configured
+    task runner (`judge-shards`), and returns their rows in plan order (the unsharded rows) as this run's;
+    the saved shards are removed once read."""
+
+    def run(plan: Plan) -> pd.DataFrame:
+        shards = shard_plan(plan, sharding.units_per_shard, JUDGE.fingerprint())
+        if not shards:
+            return pd.DataFrame()
+        for shard in shards:
+            if not store.has_blob(f"{SHARDS}/{shard.key}.parquet"):
+                store.put_blob(f"{SHARDS}/{shard.key}.json", shard.to_json())
+        logger().info(
+            "judge: %d units in %d shards on %s", sum(s.n_units for s in shards), len(shards), sharding.runner
+        )
+        keys = [s.key for s in shards]
+        flow_ = judge_shards.with_options(task_runner=task_runner(sharding))
+        saved = flow_(keys, store.url, store.run_id, batch_size, cache_path, stages)
+        rows = pd.concat(
+            [pd.read_parquet(io.BytesIO(store.get_blob(rel))) for rel in saved], ignore_index=True
+        )
+        for key in keys:
+            store.remove_blob(f"{SHARDS}/{key}.parquet")
+            store.remove_blob(f"{SHARDS}/{key}.json")
+        return rows.assign(run_id=store.run_id)
+
+    return run
 
 
 @task(name="robustness", cache_policy=NO_CACHE)

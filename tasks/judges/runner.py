@@ -16,9 +16,10 @@ only when there is a miss: a warm rerun neither loads a model nor opens a connec
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,10 @@ from judgeops.tasks.judges.programmatic import check_response, judge_unit
 from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
 
 ProgressFn = Callable[[int, int, int, int], None]  # (calls done, calls total, errors so far, cache hits)
+# what judging takes: (the judge as configured, the judge as asked (its protocol for this part), its units)
+Plan = list[tuple[JudgeConfig, JudgeConfig, list[Unit]]]
+# runs a plan, returns its verdict rows in plan order (default: _judge_units in this process)
+PlanRunner = Callable[[Plan], list[dict]]
 RESPONSE = "response:"  # the unit id prefix of an examinee answer judged alone
 
 
@@ -330,8 +335,10 @@ def judge_variants(
     external_pairs: pd.DataFrame | None = None,
     cache_path: str | None = None,
     budget: Budget | None = None,
+    run_plan: PlanRunner | None = None,
 ) -> pd.DataFrame:
-    """Every judge on every variant (or on its `max_pairs` subset)."""
+    """Every judge on every variant (or on its `max_pairs` subset). `run_plan`: how the plan is run (sharded
+    on a task runner: tasks/stages.py); by default here, in order."""
     context = pairs[["pair_id", "item_id"]].merge(items[["item_id", "question", "gold"]], on="item_id")
     context = context[["pair_id", "question", "gold"]]
     if external_pairs is not None and len(external_pairs):  # published pairs: a question, no reference answer
@@ -345,7 +352,8 @@ def judge_variants(
         plan.append(
             (judge, judge, units_for(subset, pair.map(context["question"]), pair.map(context["gold"])))
         )
-    out = pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path, budget))
+    run_plan = run_plan or (lambda p: _judge_units(p, run_id, batch_size, progress, cache_path, budget))
+    out = pd.DataFrame(run_plan(plan))
     for col in ("p_first", "flip_rate", "p_first_sd"):
         out[col] = out[col].astype(float)
     return out
@@ -368,6 +376,7 @@ def judge_responses(
     progress: ProgressFn | None = None,
     batch_size: int = 500,
     budget: Budget | None = None,
+    run_plan: PlanRunner | None = None,
 ) -> pd.DataFrame:
     """Every judge says whether each examinee answer is correct, the answer shown alone (protocol
     `response_check`: one yes/no; programmatic judges apply their own notion of a good answer). A judge with
@@ -388,7 +397,8 @@ def judge_responses(
         )
         for judge in judges
     ]
-    return pd.DataFrame(_judge_units(plan, run_id, batch_size, progress, cache_path, budget))
+    run_plan = run_plan or (lambda p: _judge_units(p, run_id, batch_size, progress, cache_path, budget))
+    return pd.DataFrame(run_plan(plan))
 
 
 def judge_all(
@@ -399,11 +409,12 @@ def judge_all(
     progress: Callable[[str], ProgressFn | None] = lambda what: None,
     cache_path: str | None = None,
     cost: CostConfig | None = None,
+    run_plan: PlanRunner | None = None,
 ) -> pd.DataFrame:
     """The judge stage's `verdicts`: every judge on every displayed variant (`variants`, `pairs`, `items`,
     optionally `external_pairs`), then on every examinee answer shown alone (`responses`, when given).
     `progress(what)` gives the progress callback of each part; `cost.max_cost` bounds what the new calls of
-    both parts spend together (BudgetExceeded)."""
+    both parts spend together (BudgetExceeded). `run_plan` runs each part's plan (default: in order, here)."""
     budget = Budget(cost)
     verdicts = judge_variants(
         tables["variants"],
@@ -416,11 +427,76 @@ def judge_all(
         external_pairs=tables.get("external_pairs"),
         cache_path=cache_path,
         budget=budget,
+        run_plan=run_plan,
     )
     responses = tables.get("responses")
     if responses is not None and len(responses):
         on_responses = judge_responses(
-            responses, tables["items"], judges, run_id, cache_path, progress("response checks"), budget=budget
+            responses,
+            tables["items"],
+            judges,
+            run_id,
+            cache_path,
+            progress("response checks"),
+            budget=budget,
+            run_plan=run_plan,
         )
         verdicts = pd.concat([verdicts, on_responses], ignore_index=True)
     return verdicts
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A piece of a plan: one judge on a contiguous range of its units. `key` names exactly what it judges
+    (the judge as configured and as asked, every unit's content, the judging code), so a shard whose verdicts
+    were saved by any run is never judged again."""
+
+    key: str
+    plan: Plan
+
+    @property
+    def n_units(self) -> int:
+        return sum(len(units) for _, _, units in self.plan)
+
+    def to_json(self) -> bytes:
+        """The shard as a work order any worker can read back (`from_json`): plain JSON, no pickle."""
+        plan = [
+            [judge.model_dump(mode="json"), asked.model_dump(mode="json"), [list(astuple(u)) for u in units]]
+            for judge, asked, units in self.plan
+        ]
+        return json.dumps({"key": self.key, "plan": plan}).encode()
+
+    @classmethod
+    def from_json(cls, payload: bytes) -> Shard:
+        data = json.loads(payload)
+        plan = [
+            (JudgeConfig.model_validate(j), JudgeConfig.model_validate(a), [Unit(*u) for u in units])
+            for j, a, units in data["plan"]
+        ]
+        return cls(data["key"], plan)
+
+
+def shard_plan(plan: Plan, units_per_shard: int, code: str) -> list[Shard]:
+    """Split a plan into shards of at most `units_per_shard` units of one judge each, in plan order (their
+    rows, concatenated in this order, are the unsharded rows)."""
+    from judgeops.schemas.store import stable_hash
+
+    shards = []
+    for judge, asked, units in plan:
+        for start in range(0, len(units), units_per_shard):
+            part = units[start : start + units_per_shard]
+            key = stable_hash(
+                {
+                    "code": code,
+                    "judge": judge.model_dump(mode="json"),
+                    "asked": asked.model_dump(mode="json"),
+                    "units": [[u.unit_id, u.question, u.first, u.second, u.reference] for u in part],
+                }
+            )
+            shards.append(Shard(key, [(judge, asked, part)]))
+    return shards
+
+
+def judge_shard(shard: Shard, run_id: str, batch_size: int, cache_path: str | None) -> list[dict]:
+    """One shard's verdict rows, judged here (its own cache handle; no progress, no shared budget)."""
+    return _judge_units(shard.plan, run_id, batch_size, None, cache_path)
