@@ -52,11 +52,10 @@ def start_server(judgeops: Path, port: int, cwd: Path, env: dict, log: Path) -> 
     )
 
 
-@pytest.fixture(scope="module")
-def server_and_worker(tmp_path_factory):
-    """`judgeops server` (a real `prefect server start` and a process worker), then `judgeops deploy`."""
-    home = tmp_path_factory.mktemp("prefect-home")
-    user = tmp_path_factory.mktemp("user-folder")  # where the user runs `judgeops deploy`, not the checkout
+@contextlib.contextmanager
+def deployed(home: Path, user: Path, **env_extra: str):
+    """`judgeops server` (a real `prefect server start` and a process worker) with PREFECT_HOME `home`, then
+    `judgeops deploy` run in `user`; yields (env, api, log); stops both at the end."""
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {
@@ -65,8 +64,10 @@ def server_and_worker(tmp_path_factory):
         "PREFECT_API_URL": api,
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
         "PREFECT_WORKER_QUERY_SECONDS": "2",
+        **env_extra,
     }
     log = home / "server-and-worker.log"
+    home.mkdir(parents=True, exist_ok=True)
     server = start_server(BIN / "judgeops", port, ROOT, env, log)
     try:
         assert wait_for_api(api, server), log.read_text()[-3000:]
@@ -74,9 +75,18 @@ def server_and_worker(tmp_path_factory):
             [str(BIN / "judgeops"), "deploy"], cwd=user, env=env, capture_output=True, text=True
         )
         assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
-        yield env, api, log, user
+        yield env, api, log
     finally:
         _stop(server)
+
+
+@pytest.fixture(scope="module")
+def server_and_worker(tmp_path_factory):
+    """The server, a worker and the deployments for this module's tests (SQLite under PREFECT_HOME)."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    user = tmp_path_factory.mktemp("user-folder")  # where the user runs `judgeops deploy`, not the checkout
+    with deployed(home, user) as (env, api, log):
+        yield env, api, log, user
 
 
 def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
@@ -326,22 +336,9 @@ def test_a_team_setup_prefect_and_the_call_cache_on_postgresql(postgres, server_
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     prefect_db = postgres.create_database("prefect")
-    port = _free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(tmp_path / "home"),
-        "PREFECT_API_URL": api,
-        "PREFECT_API_DATABASE_CONNECTION_URL": prefect_db.replace("postgresql://", "postgresql+asyncpg://"),
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "PREFECT_WORKER_QUERY_SECONDS": "2",
-    }
-    log = tmp_path / "server.log"
-    server = start_server(BIN / "judgeops", port, tmp_path, env, log)
-    try:
-        assert wait_for_api(api, server), log.read_text()[-3000:]
-        deploy = subprocess.run([str(BIN / "judgeops"), "deploy"], cwd=tmp_path, env=env, capture_output=True)
-        assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+    database = prefect_db.replace("postgresql://", "postgresql+asyncpg://")
+    with deployed(tmp_path / "home", tmp_path, PREFECT_API_DATABASE_CONNECTION_URL=database) as served:
+        env, api, log = served
         config = small_config(str(tmp_path / "store"), n_items=24)
         config.judges.append(http_judge(server_factory().url, max_pairs=8))
         config.cache.path = postgres.create_database("team_calls")
@@ -362,5 +359,3 @@ def test_a_team_setup_prefect_and_the_call_cache_on_postgresql(postgres, server_
             ((calls,),) = db.execute("SELECT count(*) FROM calls WHERE model = 'test-model'")
             ((sent,),) = db.execute("SELECT count(*) FROM ledger")
         assert calls > 0 and sent == calls
-    finally:
-        _stop(server)
