@@ -150,13 +150,17 @@ def _fleet_member(path: str, worker: int, barrier) -> None:
     with open_cache(path) as cache:
         barrier.wait()
         for start in range(0, len(keys), 20):
-            mine, theirs = cache.claim(keys[start : start + 20])
-            cache.record_sent("openai", "m", sorted(mine))
-            time.sleep(0.005)  # the call
-            cache.put_many("openai", "m", {k: Reply(text=f"answer {k}") for k in mine})
-            cache.release(sorted(mine))
-            got = cache.wait_for(theirs, poll_s=0.01)
-            assert set(got) == theirs  # every call another worker made reached this one
+            pending = keys[start : start + 20]
+            while (
+                pending
+            ):  # as the judge runner does: what nobody answered or holds any more is claimed again
+                mine, theirs = cache.claim(pending)
+                cache.record_sent("openai", "m", sorted(mine))
+                time.sleep(0.005)  # the call
+                cache.put_many("openai", "m", {k: Reply(text=f"answer {k}") for k in mine})
+                cache.release(sorted(mine))
+                pending = sorted(theirs - set(cache.wait_for(theirs, poll_s=0.01)))
+        assert len(cache.get_many(keys)) == 200  # every answer reached every worker
 
 
 def test_a_fleet_sharing_one_cache_pays_each_call_once(new_cache):

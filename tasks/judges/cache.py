@@ -265,6 +265,9 @@ class CallCache:
         """(the keys this handle now owns and must call, the keys a live other caller is calling). Keys
         already answered are in neither; dead owners' claims are taken over."""
         now, mine, theirs = time.time(), set(), set()
+        keys = sorted(
+            set(keys)
+        )  # one order for every caller: concurrent claims never wait on each other in a cycle
         with self._write():
             for chunk, marks in _in_chunks(keys):
                 done = {k for (k,) in self._rows(f"SELECT key FROM calls WHERE key IN ({marks})", chunk)}
@@ -343,6 +346,10 @@ class CallCache:
             if not waiting:
                 break
             if not self._held_by_others(sorted(waiting)):
+                last = self.get_many(sorted(waiting))  # answered between the two looks: not to claim again
+                found.update(last)
+                if last and on_found:
+                    on_found(last)
                 break
             time.sleep(poll_s)
         return found
@@ -424,6 +431,18 @@ class PostgresCallCache(CallCache):
         with contextlib.suppress(Exception):
             self._db.execute("DELETE FROM claims WHERE owner = %s", (self.owner,))
         self._db.close()
+
+    def claim(self, keys: list[str]) -> tuple[set[str], set[str]]:
+        """As CallCache.claim; a transaction PostgreSQL chose as a deadlock victim (claims are taken in key order,
+        so only against other statements) is rolled back whole and tried again."""
+        from psycopg.errors import DeadlockDetected
+
+        for attempt in range(5):
+            try:
+                return super().claim(keys)
+            except DeadlockDetected:
+                time.sleep(0.05 * (attempt + 1))
+        return super().claim(keys)
 
     def size_bytes(self) -> int:
         (size,) = self._rows("SELECT pg_total_relation_size('calls') + pg_total_relation_size('claims')")[0]
