@@ -160,15 +160,16 @@ class ArtifactStore:
         """The store's URL as any process finds it: an absolute local path, or the URL of a remote store."""
         return self.display_path("").rstrip("/")
 
+    def _protocol(self) -> str:
+        return self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+
     def display_path(self, rel: str) -> str:
         """Where a person finds the file: a local path, or the URL for remote stores."""
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         full = self._abs(rel)
-        return full if self.is_local() else f"{protocol}://{full}"
+        return full if self.is_local() else f"{self._protocol()}://{full}"
 
     def is_local(self) -> bool:
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        return protocol in ("file", "local")
+        return self._protocol() in ("file", "local")
 
     def browser_url(self, rel: str, expires_s: int = 7 * 86400) -> str:
         """A link a browser (the Prefect UI's link artifact) can open: file:// for a local store; for an object
@@ -185,10 +186,10 @@ class ArtifactStore:
         rename. On an object store: one PUT (an object appears whole or not at all; a rename there is a copy
         and a delete). A failed write (a full disk, a read-only store) removes its temp file and says which
         file failed. Artifacts write their data first and their manifest last: the manifest is the commit."""
-        path = self._abs(rel)
-        tmp = f"{path}.tmp-{uuid.uuid4().hex}" if self.is_local() else path
+        path, local = self._abs(rel), self.is_local()
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}" if local else path
         try:
-            if self.is_local():
+            if local:
                 self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             with self.fs.open(tmp, "wb") as fh:
                 fh.write(payload)
