@@ -11,6 +11,8 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
   --malformed-marker S answer prompts containing S with a body that is not JSON
   --empty-marker S     answer prompts containing S with `"choices": []`
   --delay S            wait S seconds before answering each request (a slow model: time to kill a client)
+  --max-concurrency K  answer at most K requests at once; the others wait their turn (a served model's
+                       capacity: with --delay, its ceiling is K / delay requests per second)
   --fail-5xx K         answer the first K requests with 503 (no Retry-After): a burst of server errors
   --stall K --stall-s S   hold the first K requests S seconds before answering (past a client's timeout)
   --drop K             for the first K requests send the headers and half the body, then close the connection
@@ -180,6 +182,10 @@ class Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.seen += 1
             seen = srv.seen
+        with srv.slots:
+            self._answer(srv, body, prompt, seen)
+
+    def _answer(self, srv: Server, body: dict, prompt: str, seen: int) -> None:
         if srv.opts.delay:
             time.sleep(srv.opts.delay)
         if seen <= srv.opts.rate_limit:
@@ -343,6 +349,15 @@ class Server(ThreadingHTTPServer):
     def __init__(self, opts: argparse.Namespace):
         super().__init__(("127.0.0.1", opts.port), Handler)
         self.opts, self.seen, self.answered, self.lock = opts, 0, 0, threading.Lock()
+        self.slots = threading.BoundedSemaphore(opts.max_concurrency) if opts.max_concurrency else _NoLimit()
+
+
+class _NoLimit:
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        pass
 
 
 class ServerProcess:
@@ -380,6 +395,7 @@ def main() -> None:
     parser.add_argument("--malformed-marker", default="")
     parser.add_argument("--empty-marker", default="")
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--max-concurrency", type=int, default=0)
     parser.add_argument("--fail-5xx", type=int, default=0)
     parser.add_argument("--stall", type=int, default=0)
     parser.add_argument("--stall-s", type=float, default=0.0)
