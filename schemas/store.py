@@ -221,6 +221,12 @@ class ArtifactStore:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm(self._abs(rel))
 
+    def remove_empty_folder(self, rel: str) -> None:
+        """Remove folder `rel` if it is empty (an object store has no empty folders to remove)."""
+        if self.is_local():
+            with contextlib.suppress(OSError):
+                self.fs.rmdir(self._abs(rel))
+
     def _put_json(self, rel: str, obj: Any) -> None:
         self._put_atomic(rel, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
+import json
 import time
 from pathlib import Path
 
@@ -40,7 +41,16 @@ from judgeops.tasks.ingest import IngestError, expand_paths, inbox_files, summar
 from judgeops.tasks.ingest.items import IngestResult, ingest_all
 from judgeops.tasks.judges import JudgeBackendError, coverage, transport_failures
 from judgeops.tasks.judges.injection import probe_panel
-from judgeops.tasks.judges.runner import Plan, PlanRunner, Shard, judge_all, judge_shard, shard_plan
+from judgeops.tasks.judges.runner import (
+    Plan,
+    PlanRunner,
+    Shard,
+    judge_all,
+    judge_shard,
+    shard_plan,
+    units_of,
+    units_table,
+)
 from judgeops.tasks.log import logger
 from judgeops.tasks.profile.panel import profile_panel
 from judgeops.tasks.report import publish, render_report, render_samples, sample_records
@@ -229,6 +239,9 @@ def judge_stage(
 
 
 SHARDS = "shards/judge"  # in the store: <key>.json (the work order), <key>.parquet (its rows), until the stage ends
+UNITS = (
+    f"{SHARDS}/units"  # <block>.parquet: the units of a block, shared by the shards of every judge given them
+)
 
 
 @task(name="judge-shard", cache_policy=NO_CACHE, task_run_name="judge-shard-{key:.12}")
@@ -240,9 +253,22 @@ def judge_shard_task(key: str, store_url: str, run_id: str, batch_size: int, cac
     if store.has_blob(rel):
         logger().info("judge shard %s: saved by an earlier attempt, not judged again", key[:12])
         return rel
-    shard = Shard.from_json(store.get_blob(f"{SHARDS}/{key}.json"))
+    t0, order = time.perf_counter(), store.get_blob(f"{SHARDS}/{key}.json")
+    units = units_of(
+        pd.read_parquet(io.BytesIO(store.get_blob(f"{UNITS}/{json.loads(order)['block']}.parquet")))
+    )
+    shard = Shard.from_order(order, units)
     rows = pd.DataFrame(judge_shard(shard, run_id, batch_size, cache_path))
+    judged = time.perf_counter()
     store.put_blob(rel, rows.to_parquet(index=False))
+    logger().info(
+        "judge shard %s: %d units of %s judged in %.2f s, saved in %.2f s",
+        key[:12],
+        shard.n_units,
+        ", ".join(judge.name for judge, _, _ in shard.plan),
+        judged - t0,
+        time.perf_counter() - judged,
+    )
     return rel
 
 
@@ -294,9 +320,13 @@ def shards_runner(
         shards = shard_plan(plan, sharding.units_per_shard, JUDGE.fingerprint())
         if not shards:
             return pd.DataFrame()
+        blocks = {}
         for shard in shards:
             if not store.has_blob(f"{SHARDS}/{shard.key}.parquet"):
-                store.put_blob(f"{SHARDS}/{shard.key}.json", shard.to_json())
+                if shard.block not in blocks:
+                    blocks[shard.block] = units_table(shard.units).to_parquet(index=False)
+                    store.put_blob(f"{UNITS}/{shard.block}.parquet", blocks[shard.block])
+                store.put_blob(f"{SHARDS}/{shard.key}.json", shard.order())
         logger().info(
             "judge: %d units in %d shards on %s", sum(s.n_units for s in shards), len(shards), sharding.runner
         )
@@ -306,9 +336,12 @@ def shards_runner(
         rows = pd.concat(
             [pd.read_parquet(io.BytesIO(store.get_blob(rel))) for rel in saved], ignore_index=True
         )
-        for key in keys:
-            store.remove_blob(f"{SHARDS}/{key}.parquet")
-            store.remove_blob(f"{SHARDS}/{key}.json")
+        for shard in shards:
+            store.remove_blob(f"{SHARDS}/{shard.key}.parquet")
+            store.remove_blob(f"{SHARDS}/{shard.key}.json")
+        for block in {shard.block for shard in shards}:
+            store.remove_blob(f"{UNITS}/{block}.parquet")
+        store.remove_empty_folder(UNITS)
         return rows.assign(run_id=store.run_id)
 
     return run

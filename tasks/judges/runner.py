@@ -345,13 +345,16 @@ def judge_variants(
         published = external_pairs[["pair_id", "question"]].assign(gold="")
         context = pd.concat([context, published], ignore_index=True)
     context = context.set_index("pair_id")
-    plan = []
+    plan, every = [], None  # the judges without max_pairs share one list of units (built once)
     for judge in judges:
+        if judge.max_pairs is None and every is not None:
+            plan.append((judge, judge, every))
+            continue
         subset = select_subset(variants, judge.max_pairs, judge.name, pairs)
         pair = subset["pair_id"]
-        plan.append(
-            (judge, judge, units_for(subset, pair.map(context["question"]), pair.map(context["gold"])))
-        )
+        units = units_for(subset, pair.map(context["question"]), pair.map(context["gold"]))
+        every = units if judge.max_pairs is None else every
+        plan.append((judge, judge, units))
     run_plan = run_plan or (lambda p: _judge_units(p, run_id, batch_size, progress, cache_path, budget))
     out = pd.DataFrame(run_plan(plan))
     for col in ("p_first", "flip_rate", "p_first_sd"):
@@ -445,55 +448,67 @@ def judge_all(
     return verdicts
 
 
+UNIT_COLUMNS = ("unit_id", "question", "first", "second", "reference")
+
+
+def units_table(units: list[Unit]) -> pd.DataFrame:
+    """Units as a table (one row each, in order): how a shard's units are kept in the store."""
+    return pd.DataFrame([astuple(u) for u in units], columns=list(UNIT_COLUMNS))
+
+
+def units_of(table: pd.DataFrame) -> list[Unit]:
+    return [Unit(*row) for row in table[list(UNIT_COLUMNS)].itertuples(index=False, name=None)]
+
+
 @dataclass(frozen=True)
 class Shard:
-    """A piece of a plan: one judge on a contiguous range of its units. `key` names exactly what it judges
-    (the judge as configured and as asked, every unit's content, the judging code), so a shard whose verdicts
-    were saved by any run is never judged again."""
+    """A piece of a plan: one judge on a block of at most `units_per_shard` of its units. `block` is the
+    content hash of those units (every judge given the same units shares the block, kept once in the store);
+    `key` names exactly what the shard judges (the judge as configured and as asked, the block, the judging
+    code), so a shard whose verdicts were saved by any run is never judged again."""
 
     key: str
-    plan: Plan
+    judge: JudgeConfig
+    asked: JudgeConfig
+    block: str
+    units: list[Unit]
+
+    @property
+    def plan(self) -> Plan:
+        return [(self.judge, self.asked, self.units)]
 
     @property
     def n_units(self) -> int:
-        return sum(len(units) for _, _, units in self.plan)
+        return len(self.units)
 
-    def to_json(self) -> bytes:
-        """The shard as a work order any worker can read back (`from_json`): plain JSON, no pickle."""
-        plan = [
-            [judge.model_dump(mode="json"), asked.model_dump(mode="json"), [list(astuple(u)) for u in units]]
-            for judge, asked, units in self.plan
-        ]
-        return json.dumps({"key": self.key, "plan": plan}).encode()
+    def order(self) -> bytes:
+        """The work order any worker can read back (`from_order`, with the block's units): plain JSON."""
+        judge, asked = self.judge.model_dump(mode="json"), self.asked.model_dump(mode="json")
+        return json.dumps({"key": self.key, "judge": judge, "asked": asked, "block": self.block}).encode()
 
     @classmethod
-    def from_json(cls, payload: bytes) -> Shard:
+    def from_order(cls, payload: bytes, units: list[Unit]) -> Shard:
         data = json.loads(payload)
-        plan = [
-            (JudgeConfig.model_validate(j), JudgeConfig.model_validate(a), [Unit(*u) for u in units])
-            for j, a, units in data["plan"]
-        ]
-        return cls(data["key"], plan)
+        judge, asked = JudgeConfig.model_validate(data["judge"]), JudgeConfig.model_validate(data["asked"])
+        return cls(data["key"], judge, asked, data["block"], units)
 
 
 def shard_plan(plan: Plan, units_per_shard: int, code: str) -> list[Shard]:
     """Split a plan into shards of at most `units_per_shard` units of one judge each, in plan order (their
-    rows, concatenated in this order, are the unsharded rows)."""
+    rows, concatenated in this order, are the unsharded rows). Judges given the same list of units share
+    its blocks (hashed once)."""
     from judgeops.schemas.store import stable_hash
 
+    blocks: dict[int, list[tuple[str, list[Unit]]]] = {}
     shards = []
     for judge, asked, units in plan:
-        for start in range(0, len(units), units_per_shard):
-            part = units[start : start + units_per_shard]
-            key = stable_hash(
-                {
-                    "code": code,
-                    "judge": judge.model_dump(mode="json"),
-                    "asked": asked.model_dump(mode="json"),
-                    "units": [[u.unit_id, u.question, u.first, u.second, u.reference] for u in part],
-                }
-            )
-            shards.append(Shard(key, [(judge, asked, part)]))
+        if id(units) not in blocks:
+            parts = [units[i : i + units_per_shard] for i in range(0, len(units), units_per_shard)]
+            blocks[id(units)] = [(stable_hash([astuple(u) for u in part]), part) for part in parts]
+        described = {"judge": judge.model_dump(mode="json"), "asked": asked.model_dump(mode="json")}
+        for block, part in blocks[id(units)]:
+            key = stable_hash({"code": code, **described, "units": block})
+            shards.append(Shard(key, judge, asked, block, part))
     return shards
 
 
