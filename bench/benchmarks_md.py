@@ -41,9 +41,12 @@ class _Tee(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def section(script: str, write: bool, prefix: str = "taskset -c 0,1 ") -> Iterator[None]:
-    """What the block prints goes to stdout and, with `write`, into `script`'s section of BENCHMARKS.md,
-    headed by the command that produced it and the date. Progress belongs on stderr."""
+def section(
+    script: str, write: bool, prefix: str = "taskset -c 0,1 ", key: str | None = None
+) -> Iterator[None]:
+    """What the block prints goes to stdout and, with `write`, into `script`'s section of BENCHMARKS.md (or
+    the section `key`, for a script with several), headed by the command that produced it and the date.
+    Progress belongs on stderr."""
     argv = " ".join(a for a in sys.argv[1:] if a != "--write")
     buffer = io.StringIO()
     with contextlib.redirect_stdout(_Tee(sys.stdout, buffer)):
@@ -51,4 +54,4 @@ def section(script: str, write: bool, prefix: str = "taskset -c 0,1 ") -> Iterat
         print(f"Command: `{command}` ({datetime.date.today()}).\n")
         yield
     if write:
-        write_section(script, buffer.getvalue())
+        write_section(key or script, buffer.getvalue())
