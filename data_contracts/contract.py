@@ -155,7 +155,10 @@ class RowCheck:
     type: str = "row_check"
 
 
-def _row_checks(artifact: str, df: pd.DataFrame) -> list[tuple[Any, bool, dict, str | None]]:
+def _row_checks(
+    artifact: str, df: pd.DataFrame, more: list[RowCheck] = ()
+) -> list[tuple[Any, bool, dict, str | None]]:
+    """The suite's own row checks (`more`, e.g. references) and the artifact's rules GX cannot express."""
     checks = {
         "coverage": [
             RowCheck(
@@ -173,7 +176,7 @@ def _row_checks(artifact: str, df: pd.DataFrame) -> list[tuple[Any, bool, dict, 
         ],
     }
     out = []
-    for check in checks.get(artifact, []):
+    for check in [*more, *checks.get(artifact, [])]:
         problems = check.problems(df) if len(df) else pd.Series(dtype=object)
         failing = problems[problems != ""]
         info = {
@@ -267,8 +270,10 @@ def check_contract(
     if artifact not in SUITES:
         raise KeyError(f"no data contract for artifact {artifact!r}; known: {sorted(SUITES)}")
     df = df.reset_index(drop=True)
-    checks = _validate(artifact, df, lambda: SUITES[artifact](related or {}))
-    checks += _row_checks(artifact, df)
+    suite = SUITES[artifact](related or {})
+    gx_part = [i for i, e in enumerate(suite) if not isinstance(e, RowCheck)]
+    checks = _validate(artifact, df, lambda: [SUITES[artifact](related or {})[i] for i in gx_part])
+    checks += _row_checks(artifact, df, [e for e in suite if isinstance(e, RowCheck)])
 
     results, stop, quarantine = [], [], []
     bad_rows: dict[int, list[str]] = {}
