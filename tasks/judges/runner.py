@@ -143,6 +143,13 @@ def complete_cached(
     run past its budget; what was answered is cached first.
     """
     budget = budget or Budget()
+    if backend is None:  # created here on the first miss, closed here
+        created: list[Backend] = []
+        try:
+            return complete_cached(judge, calls, cache, chunk_size, _Lazy(judge, created), on_step, budget)
+        finally:
+            for made in created:
+                made.close()
     step = on_step or (lambda hits, answered, failed: None)
     replies = cache.get_many(sorted({c.key for c in calls}))
     step(sum(c.key in replies for c in calls), 0, 0)
@@ -161,7 +168,6 @@ def complete_cached(
             except BudgetExceeded:
                 cache.release([c.key for c in own])
                 raise
-            backend = backend or get_backend(judge)
             cache.record_sent(judge.backend, judge.model, [c.key for c in chunk])
             try:
                 got = backend.complete(chunk)
@@ -180,6 +186,22 @@ def complete_cached(
             replies.update(shared)
         pending = [c for c in pending if c.key not in replies and c.key in theirs]
     return replies
+
+
+class _Lazy:
+    """A judge's backend, created on the first batch it is given (a warm rerun loads no model, opens no
+    connection); what it created is appended to `created`, for the caller to close."""
+
+    def __init__(self, judge: JudgeConfig, created: list[Backend]):
+        self.judge, self.created = judge, created
+
+    def complete(self, calls: list[Call]) -> dict[str, Reply]:
+        if not self.created:
+            self.created.append(get_backend(self.judge))
+        return self.created[0].complete(calls)
+
+    def close(self) -> None:
+        pass
 
 
 def run_judge(

@@ -126,6 +126,9 @@ class HostedBackend:
         self._key = resolve_api_key(judge)
         self.breaker = _Breaker(judge.breaker_failures)
         self._pause_until = 0.0  # monotonic time before which no call is sent (a 429's Retry-After)
+        self._loop: asyncio.AbstractEventLoop | None = None  # see _event_loop
+        self._loop_thread: threading.Thread | None = None
+        self._sdk_client = None
         where = (self.kind, judge.base_url or "", judge.model)
         with _FINDINGS_LOCK:
             self.findings = _FINDINGS.setdefault(where, {})
@@ -147,26 +150,40 @@ class HostedBackend:
 
     # --- the shared skeleton --------------------------------------------------------------------------
     def close(self) -> None:
-        pass
+        """Close the client and stop the event loop thread (both started on the first batch)."""
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        if self._sdk_client is not None:
+            asyncio.run_coroutine_threadsafe(self._sdk_client.close(), loop).result(timeout=30)
+            self._sdk_client = None
+        loop.call_soon_threadsafe(loop.stop)
+        self._loop_thread.join(timeout=30)
+        loop.close()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        """This backend's event loop, in its own thread (safe inside a Prefect task or a notebook, which may
+        run a loop of their own); it lives from the first batch to close(), so one client (its TLS context,
+        its connection pool) serves every batch: a client per batch cost ~1 ms of CPU per call."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._loop_thread = threading.Thread(
+                target=self._loop.run_forever, name=f"judgeops-{self.kind}", daemon=True
+            )
+            self._loop_thread.start()
+        return self._loop
 
     def complete(self, calls: list[Call]) -> dict[str, Reply]:
         """One reply per call. When the breaker opens, raises JudgeBackendError carrying the replies
         produced so far (`.replies`), so the caller can cache them before the batch stops."""
         out: dict[str, Reply] = {}
-        box: dict = {}
-
-        def runner() -> None:  # own thread, own event loop: safe inside a Prefect task or a notebook
-            try:
-                asyncio.run(self._complete(calls, out))
-            except BaseException as exc:  # re-raised in the caller's thread
-                box["error"] = exc
-
-        thread = threading.Thread(target=runner, name=f"judgeops-{self.kind}")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            box["error"].replies = out
-            raise box["error"]
+        future = asyncio.run_coroutine_threadsafe(self._complete(calls, out), self._event_loop())
+        try:
+            future.result()
+        except BaseException as exc:
+            future.cancel()  # an interrupt in this thread: stop the batch's calls too
+            exc.replies = out
+            raise
         return out
 
     async def _complete(self, calls: list[Call], out: dict[str, Reply]) -> None:
@@ -174,22 +191,21 @@ class HostedBackend:
         semaphore = asyncio.Semaphore(judge.max_concurrency)
         requests = TokenBucket(judge.requests_per_minute)
         tokens = TokenBucket(judge.tokens_per_minute)
-        client = self._client()
-        try:
+        if self._sdk_client is None:
+            self._sdk_client = self._client()
+        client = self._sdk_client
 
-            async def one(call: Call) -> None:
-                async with semaphore:
-                    if self.breaker.open:
-                        return
-                    await requests.take(1)
-                    await tokens.take(sum(token_estimate(call.request)))
-                    reply = self._redacted(await self._call(client, call))
-                    self.breaker.record(reply)
-                    out[call.key] = reply
+        async def one(call: Call) -> None:
+            async with semaphore:
+                if self.breaker.open:
+                    return
+                await requests.take(1)
+                await tokens.take(sum(token_estimate(call.request)))
+                reply = self._redacted(await self._call(client, call))
+                self.breaker.record(reply)
+                out[call.key] = reply
 
-            await asyncio.gather(*(one(c) for c in calls))
-        finally:
-            await client.close()
+        await asyncio.gather(*(one(c) for c in calls))
         if self.breaker.open:
             raise JudgeBackendError(
                 f"judge {judge.name}: {self.breaker.in_a_row} calls in a row failed at "
