@@ -345,6 +345,7 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 drops connections a concurrent client opens at once (SYN resent 1 s later)
 
     def __init__(self, opts: argparse.Namespace):
         super().__init__(("127.0.0.1", opts.port), Handler)
