@@ -359,3 +359,26 @@ def test_a_team_setup_prefect_and_the_call_cache_on_postgresql(postgres, server_
             ((calls,),) = db.execute("SELECT count(*) FROM calls WHERE model = 'test-model'")
             ((sent,),) = db.execute("SELECT count(*) FROM ledger")
         assert calls > 0 and sent == calls
+
+
+def test_the_docker_and_kubernetes_work_pool_templates_create_pools(server_and_worker):
+    """deploy/work-pools/*.json as a team creates its pools (`prefect work-pool create NAME --type docker
+    --base-job-template deploy/work-pools/docker.json`): the real server takes them and gives them back. No
+    Docker daemon or cluster runs here, so no flow runs on them (tests/test_deploy_files.py checks the rest)."""
+    import json
+
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env, api, log, user = server_and_worker
+    with temporary_settings({PREFECT_API_URL: api}):
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            for kind in ("docker", "kubernetes"):
+                template = json.loads((ROOT / "deploy" / "work-pools" / f"{kind}.json").read_text())
+                client.create_work_pool(
+                    WorkPoolCreate(name=f"judgeops-{kind}", type=kind, base_job_template=template)
+                )
+                pool = client.read_work_pool(f"judgeops-{kind}")
+                assert pool.type == kind and pool.base_job_template == template

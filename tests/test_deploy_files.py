@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
 import yaml
 
 from judgeops.config import load_config
@@ -63,3 +65,59 @@ def test_the_compose_file_wires_the_team_setup():
     assert f"CREATE DATABASE {cache.path.lstrip('/')};" in init
     assert store.scheme == "s3" and f"store/{store.hostname}" in services["create-bucket"]["entrypoint"]
     assert config.sharding.runner == "threads"
+
+
+POOLS = DEPLOY / "work-pools"
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def _prefect_default(kind: str) -> dict:
+    """Prefect's own default base job template of a worker type (shipped with the server, offline)."""
+    import json
+
+    import prefect.server.api.collections as collections
+
+    views = (
+        Path(collections.__file__).parent / "collections_data" / "views" / "aggregate-worker-metadata.json"
+    )
+    for workers in json.loads(views.read_text()).values():
+        if kind in workers:
+            return workers[kind]["default_base_job_configuration"]
+    raise KeyError(kind)
+
+
+def _paths(obj, prefix=()) -> set[tuple]:
+    if isinstance(obj, dict):
+        return {p for k, v in obj.items() for p in _paths(v, (*prefix, k))} | {prefix}
+    if isinstance(obj, list):
+        return {p for i, v in enumerate(obj) for p in _paths(v, (*prefix, i))} | {prefix}
+    return {prefix}
+
+
+@pytest.mark.parametrize("kind", ["docker", "kubernetes"])
+def test_the_work_pool_templates_are_prefects_with_our_defaults(kind):
+    """Every field Prefect's own template for the worker type fills is still there (the worker reads them), every
+    placeholder names a declared variable, every default has its variable's type, and no secret is in it."""
+    import json
+
+    ours, default = json.loads((POOLS / f"{kind}.json").read_text()), _prefect_default(kind)
+    assert _paths(default["job_configuration"]) <= _paths(ours["job_configuration"])
+    declared = ours["variables"]["properties"]
+    used = set(PLACEHOLDER.findall(json.dumps(ours["job_configuration"])))
+    assert used <= set(declared), used - set(declared)
+    types = {
+        "string": str,
+        "integer": int,
+        "boolean": bool,
+        "object": dict,
+        "array": list,
+        "number": (int, float),
+    }
+    for name, prop in declared.items():
+        if prop.get("default") is not None and "type" in prop:
+            assert isinstance(prop["default"], types[prop["type"]]), (name, prop)
+    assert declared["image"]["default"] == "judgeops:latest"
+    assert declared["env"]["default"]["JUDGEOPS_WORKDIR"] == "/work"  # where the Dockerfile's WORKDIR is
+    defaults = json.dumps([p.get("default") for p in declared.values()])
+    assert not re.search(r"change-me|sk-[a-z0-9]", defaults)
+    assert not [k for k in declared["env"]["default"] if re.search(r"PASSWORD|SECRET|KEY|TOKEN", k)]
