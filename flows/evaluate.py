@@ -117,7 +117,9 @@ def evaluate(
         artifacts |= aggregate_stage.with_options(**ops)(
             store, artifacts | latest_calibration(store, as_of), config.aggregation, reuse
         )
-        artifacts |= profile_stage.with_options(**ops)(store, artifacts, config.profile, config.judges, reuse)
+        artifacts |= profile_stage.with_options(**ops)(
+            store, artifacts, config.profile, config.judges, reuse, config.sharding, config.stages
+        )
         report = report_stage.with_options(**ops)(store, artifacts, config.judges, as_of, started)
         record["report"] = report_path = store.display_path(report.path)
     print(f"report: {report_path}")

@@ -507,7 +507,8 @@ class StagesConfig(_Strict):
 class ShardingConfig(_Strict):
     """Where the judge stage's work runs: here in order (inline), or split into shards (one judge on at most
     `units_per_shard` units each) run as Prefect tasks on a thread pool or a Dask cluster, each shard's
-    verdicts saved in the store as it finishes, so a crash or a lost worker costs at most the shards in flight."""
+    verdicts saved in the store as it finishes, so a crash or a lost worker costs at most the shards in flight.
+    The profile bootstrap's blocks of resamples go to the same task runner (`bootstrap_min_cells`)."""
 
     runner: Literal["inline", "threads", "dask"] = Field("inline", description="inline | threads | dask")
     units_per_shard: int = Field(2000, ge=1, description="units (displayed variants or answers) per shard")
@@ -517,6 +518,12 @@ class ShardingConfig(_Strict):
     )
     dask_workers: int = Field(
         2, ge=1, description="dask without an address: the LocalCluster's worker processes"
+    )
+    bootstrap_min_cells: int = Field(
+        5_000_000,
+        ge=0,
+        description="the profile bootstrap's blocks of resamples go to the task runner when its matrix has at "
+        "least this many cells (pairs × judge-conditions); smaller ones are computed here (same result)",
     )
 
 

@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from prefect import flow, task, unmapped
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
@@ -52,6 +53,7 @@ from judgeops.tasks.judges.runner import (
     units_table,
 )
 from judgeops.tasks.log import logger
+from judgeops.tasks.profile.bootstrap import Block, MapBlocks, blocks_here, resample_block
 from judgeops.tasks.profile.panel import profile_panel
 from judgeops.tasks.report import publish, render_report, render_samples, sample_records
 from judgeops.tasks.runner import Refs, Stage, run_stage
@@ -451,7 +453,15 @@ def profile_stage(
     config: ProfileConfig,
     judges: list[JudgeConfig],
     reuse: bool = True,
+    sharding: ShardingConfig | None = None,
+    stages: StagesConfig | None = None,
 ) -> Refs:
+    """Every judge and consensus method profiled; with sharding (threads | dask), the bootstrap's blocks of
+    resamples on that task runner (`profile-bootstrap`), the same resamples as here. Like the judge stage's,
+    the sharding settings are not part of the stage's key."""
+    sharded = sharding is not None and sharding.runner != "inline"
+    map_blocks = blocks_runner(store, sharding, stages) if sharded else None
+
     def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
         return profile_panel(
             t["verdicts"],
@@ -462,10 +472,62 @@ def profile_stage(
             judges,
             t.get("external_pairs"),
             t.get("responses"),
+            map_blocks,
         )
 
     params = {"profile": config, "judges": judges}
     return run_stage(store, PROFILE, PROFILE.select(artifacts), params, compute, reuse)
+
+
+BOOTSTRAP = (
+    "shards/bootstrap"  # in the store: <key>.npz, the matrix the blocks resample, until the stage ends
+)
+
+
+@task(name="bootstrap-block", cache_policy=NO_CACHE, task_run_name="bootstrap-block-{block[1]}")
+def bootstrap_block_task(store_url: str, key: str, block: Block) -> tuple[np.ndarray, np.ndarray]:
+    """One block of the profile bootstrap's resamples, on the matrix saved in the store under `key`."""
+    with np.load(io.BytesIO(ArtifactStore(store_url).get_blob(f"{BOOTSTRAP}/{key}.npz"))) as saved:
+        return resample_block(saved["filled"], saved["has"], block)
+
+
+@flow(name="profile-bootstrap", flow_run_name="profile-bootstrap-{key:.12}")
+def bootstrap_blocks(
+    store_url: str, key: str, blocks: list[Block], stages: StagesConfig | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every block as a task on this flow's task runner, with the stages' retries and timeout; in block order."""
+    block_task = bootstrap_block_task.with_options(**stage_options(stages or StagesConfig()))
+    futures = block_task.map(unmapped(store_url), unmapped(key), blocks)
+    return [f.result() for f in futures]
+
+
+def blocks_runner(store: ArtifactStore, sharding: ShardingConfig, stages: StagesConfig | None) -> MapBlocks:
+    """A MapBlocks that computes a bootstrap's blocks on the configured task runner once its matrix has
+    `sharding.bootstrap_min_cells` cells (the matrix saved in the store for the workers, removed after), and
+    here below that: a small bootstrap is not worth a flow run."""
+
+    def run(filled: np.ndarray, has: np.ndarray, blocks: list[Block]) -> list[tuple[np.ndarray, np.ndarray]]:
+        if filled.size < sharding.bootstrap_min_cells:
+            return blocks_here(filled, has, blocks)
+        buffer = io.BytesIO()
+        np.savez(buffer, filled=filled, has=has)
+        key = hashlib.sha256(buffer.getvalue()).hexdigest()[:24]
+        store.put_blob(f"{BOOTSTRAP}/{key}.npz", buffer.getvalue())
+        logger().info(
+            "profile: %d resamples of %s in %d blocks on %s",
+            sum(b[2] for b in blocks),
+            filled.shape,
+            len(blocks),
+            sharding.runner,
+        )
+        try:
+            flow_ = bootstrap_blocks.with_options(task_runner=task_runner(sharding))
+            return flow_(store.url, key, blocks, stages)
+        finally:
+            store.remove_blob(f"{BOOTSTRAP}/{key}.npz")
+            store.remove_empty_folder(BOOTSTRAP)
+
+    return run
 
 
 def latest_calibration(store: ArtifactStore, as_of: dt.date) -> Refs:

@@ -1,6 +1,6 @@
-"""The judge stage in shards on a real task runner (`sharding:`): Prefect's thread pool, and prefect-dask's
-DaskTaskRunner on a LocalCluster of two worker processes. The verdicts are those of the unsharded run; a run
-killed mid-stage loses at most its shards in flight."""
+"""The judge stage in shards and the profile bootstrap in blocks on a real task runner (`sharding:`): Prefect's
+thread pool, and prefect-dask's DaskTaskRunner on a LocalCluster of two worker processes. The verdicts and the
+profiles are those of the unsharded run; a run killed mid-stage loses at most its shards in flight."""
 
 from __future__ import annotations
 
@@ -29,7 +29,18 @@ def config_for(tmp_path: Path, name: str, url: str, runner: str = "inline", per_
     config.judges.append(http_judge(url, max_concurrency=4))
     config.cache.path = str(tmp_path / name / "calls.sqlite")
     config.sharding.runner, config.sharding.units_per_shard = runner, per_shard
+    config.sharding.bootstrap_min_cells = 0  # every bootstrap's blocks on the task runner, however small
     return config
+
+
+def bootstrap_runs() -> int:
+    """Completed runs of the `profile-bootstrap` flow on the session's server."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["profile-bootstrap"])))
+    return sum(r.state is not None and r.state.is_completed() for r in runs)
 
 
 def verdicts(result):
@@ -46,10 +57,11 @@ def test_sharded_verdicts_are_the_unsharded_verdicts(prefect_server, server_fact
     sharded = evaluate(config=config_for(tmp_path, runner, server.url, runner), as_of=AS_OF)
     expected, got = verdicts(whole), verdicts(sharded)
     assert len(got) == 5 * 144 and got.equals(expected)
+    profiles = [ArtifactStore(r.store_url, r.run_id).read_pandas("profiles") for r in (whole, sharded)]
+    assert len(profiles[1]) > 100 and profiles[1].equals(profiles[0])  # the same resamples, in blocks
+    assert bootstrap_runs() >= 1  # and the blocks did go to the task runner
     store = ArtifactStore(sharded.store_url)
-    assert not store.fs.glob(
-        f"{store.root}/shards/judge/*"
-    )  # the shards are gone once the stage wrote verdicts
+    assert not store.fs.glob(f"{store.root}/shards/*/*")  # shards and blocks are gone once their stage wrote
 
 
 def test_a_run_killed_mid_stage_resumes_at_its_shards(server_factory, tmp_path):

@@ -25,7 +25,7 @@ import pandas as pd
 from judgeops.config import ProfileConfig
 from judgeops.schemas.artifacts import schema_for
 from judgeops.schemas.vocabulary import is_panel, to_canonical
-from judgeops.tasks.profile.bootstrap import bootstrap_cells
+from judgeops.tasks.profile.bootstrap import MapBlocks, bootstrap_cells
 from judgeops.tasks.profile.conditions import CONDITIONS, CONTENT_CONDITIONS
 
 BENCHMARK = "judgereva"
@@ -85,6 +85,7 @@ def profile(
     benchmark: str = BENCHMARK,
     evidence: dict[str, str] | None = None,
     canonical: pd.DataFrame | None = None,
+    map_blocks: MapBlocks | None = None,
 ) -> Profile:
     """The profile of every judge in `verdicts` on every condition with at least one pair of `pairs`.
 
@@ -109,7 +110,9 @@ def profile(
     # seeded per benchmark: the resampling depends on the pairs only, so adding a judge or a condition
     # leaves every other cell's CI unchanged
     rng = np.random.default_rng([config.seed, zlib.crc32(benchmark.encode())])
-    stats = bootstrap_cells(matrix.to_numpy(dtype=float), config.n_bootstrap, config.confidence, rng)
+    stats = bootstrap_cells(
+        matrix.to_numpy(dtype=float), config.n_bootstrap, config.confidence, rng, map_blocks
+    )
     operators = {c.name: c.operator for c in CONDITIONS}
     rows = pd.DataFrame(
         {
@@ -177,20 +180,36 @@ def profile_all(
     pairs: pd.DataFrame,
     config: ProfileConfig,
     external_pairs: pd.DataFrame | None = None,
+    map_blocks: MapBlocks | None = None,
 ) -> dict[str, Profile]:
-    """Every benchmark of a run, by name (see the module docstring)."""
+    """Every benchmark of a run, by name (see the module docstring). `map_blocks`: where the bootstrap's
+    blocks of resamples are computed (bootstrap.py)."""
     flags = pairs["qc_flags"].map(lambda f: [str(x) for x in (f if f is not None else [])])
     hard = flags.map(lambda f: "hard_constructed" in f)
     weak = flags.map(lambda f: any(x in WEAK_FLAGS for x in f))
     main = pairs[~hard]
     canonical = canonical_frame(verdicts, variants, pairs)
-    out = {BENCHMARK: profile(verdicts, variants, main, config, canonical=canonical)}
+    out = {BENCHMARK: profile(verdicts, variants, main, config, canonical=canonical, map_blocks=map_blocks)}
     if hard.any():
         out[HARD_BENCHMARK] = profile(
-            verdicts, variants, pairs[hard], config, HARD_BENCHMARK, canonical=canonical
+            verdicts,
+            variants,
+            pairs[hard],
+            config,
+            HARD_BENCHMARK,
+            canonical=canonical,
+            map_blocks=map_blocks,
         )
     if weak[~hard].any() and (~weak[~hard]).any():
-        out[QC_CLEAN] = profile(verdicts, variants, main[~weak[~hard]], config, QC_CLEAN, canonical=canonical)
+        out[QC_CLEAN] = profile(
+            verdicts,
+            variants,
+            main[~weak[~hard]],
+            config,
+            QC_CLEAN,
+            canonical=canonical,
+            map_blocks=map_blocks,
+        )
     base = canonical[canonical["pair_id"].isin(main["pair_id"])]
     per_judge = []
     for judge in sorted(base["judge_id"].unique()):
