@@ -127,7 +127,7 @@ def source_fingerprint(config: EvaluateConfig, as_of: dt.date) -> dict[str, str]
             pass  # the stage itself reports the missing file or week
     out = {}
     for f in files:
-        with open(f, "rb") as fh:
+        with f.open("rb") as fh:  # a local path or a remote UPath (tasks/ingest/adapters.py: source_path)
             out[str(f)] = hashlib.file_digest(fh, "sha256").hexdigest()
     for i, s in enumerate(config.sources):  # a drifting bank draws a different batch each week
         if isinstance(s, BankSource) and s.drift is not None:

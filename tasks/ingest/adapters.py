@@ -14,13 +14,13 @@ import hashlib
 import io
 import itertools
 import json
-import os
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import fsspec
 import orjson
 import pyarrow.parquet as pq
 
@@ -95,13 +95,27 @@ def mmlu_domain(subject: str) -> str:
     return "general"
 
 
+def source_path(location: str) -> Path:
+    """A source file or folder: a local path, or any fsspec URL (s3://bucket/key, gcs://..., memory://...) as a
+    universal-pathlib UPath, which reads, lists and names remote files as pathlib does local ones."""
+    if "://" not in location:
+        return Path(location)
+    from upath import UPath  # lazy: only sources on object storage need it
+
+    return UPath(location)
+
+
 def expand_paths(pattern: str) -> list[Path]:
-    """A file, a folder (its files) or a glob → sorted files; none found is an IngestError."""
-    p = Path(pattern)
+    """A file, a folder (its files) or a glob → sorted files, local or at an fsspec URL; none found is an
+    IngestError."""
+    p = source_path(pattern)
     if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+        files = sorted((f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")), key=str)
     elif any(ch in pattern for ch in "*?["):
-        files = sorted(Path(f) for f in glob.glob(pattern))
+        if "://" in pattern:
+            files = [source_path(p.fs.unstrip_protocol(f)) for f in sorted(p.fs.glob(pattern))]
+        else:
+            files = sorted(Path(f) for f in glob.glob(pattern))
     else:
         files = [p]
     missing = [f for f in files if not f.exists()]
@@ -110,8 +124,13 @@ def expand_paths(pattern: str) -> list[Path]:
     return files
 
 
-def _open_binary(path: Path):
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+def file_size(path: Path) -> int:
+    return path.stat().st_size
+
+
+def open_binary(path: Path):
+    """A source file for reading as bytes, local or remote, decompressed when its name ends in .gz (fsspec)."""
+    return fsspec.open(str(path), "rb", compression="gzip" if path.suffix == ".gz" else None).open()
 
 
 def iter_json_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
@@ -119,7 +138,7 @@ def iter_json_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
     rejects invalid UTF-8, so one parse both decodes and validates; failures become Rejects."""
     where = str(path)
     try:
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             for lineno, raw in enumerate(fh, start=1):
                 try:
                     record = orjson.loads(raw)
@@ -160,7 +179,7 @@ def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | lis
     A bad row never ends the file: bytes that are not UTF-8 are decoded with surrogateescape, so the row
     they sit in is quarantined naming its line, field and byte while reading goes on; a row the csv module
     refuses (a field over the size limit) is quarantined and the reader resumes at the next line."""
-    with _open_binary(path) as fh:
+    with open_binary(path) as fh:
         text = io.TextIOWrapper(fh, encoding="utf-8", errors="surrogateescape", newline="")
         reader = csv.reader(text)
         names = None
@@ -419,7 +438,7 @@ def _generic_records(path: Path, fmt: str) -> Iterator[tuple[int, dict | Reject]
         yield from iter_csv_records(path, header=True)
     else:
         try:
-            parquet = pq.ParquetFile(path)
+            parquet = pq.ParquetFile(open_binary(path))
         except Exception as exc:
             raise IngestError(f"{path}: not a readable Parquet file ({exc})") from None
         row = 0
@@ -504,7 +523,7 @@ BUILTIN_READERS = (read_gsm8k, read_mmlu, read_truthfulqa, read_medqa)
 def read_file_source(src: FileSource) -> Iterator[ItemRow | Reject]:
     reader = None if src.format in GENERIC_FORMATS else plugins.load("sources", src.format)
     for path in expand_paths(src.path):
-        if os.path.getsize(path) == 0:
+        if file_size(path) == 0:
             raise IngestError(f"{path}: the file is empty")
         if reader is None:
             records = read_generic(path, src)

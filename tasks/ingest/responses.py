@@ -12,7 +12,6 @@ import hashlib
 import math
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 
@@ -54,7 +53,7 @@ def read_responses(source: ResponsesSource) -> Iterator[dict | Reject]:
     mapping = FileSource(path=source.path, format=source.format)
     seen: dict[str, int] = {}
     for path in expand_paths(source.path):
-        for line, rec in _generic_records(Path(path), mapping.format):
+        for line, rec in _generic_records(path, mapping.format):
             if isinstance(rec, Reject):
                 yield rec
                 continue
