@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import flow, task, unmapped
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
@@ -335,9 +337,10 @@ def shards_runner(
         keys = [s.key for s in shards]
         flow_ = judge_shards.with_options(task_runner=task_runner(sharding))
         saved = flow_(keys, store.url, store.run_id, batch_size, cache_path, stages)
-        rows = pd.concat(
-            [pd.read_parquet(io.BytesIO(store.get_blob(rel))) for rel in saved], ignore_index=True
-        )
+        # one Arrow table, then one conversion: pandas shares each distinct string (a judge's name, a verdict,
+        # a variant id across judges) instead of one copy per shard file
+        tables = [pq.read_table(io.BytesIO(store.get_blob(rel))) for rel in saved]
+        rows = pa.concat_tables(tables, promote_options="default").to_pandas()
         for shard in shards:
             store.remove_blob(f"{SHARDS}/{shard.key}.parquet")
             store.remove_blob(f"{SHARDS}/{shard.key}.json")

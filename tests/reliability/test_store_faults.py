@@ -41,6 +41,9 @@ def test_a_store_that_stops_taking_writes_mid_run(tmp_path, small_disk, fault, f
         config = small_config(store_url, n_items=24)
         config.cache = CacheConfig(path=str(tmp_path / "calls.sqlite"))  # the cache is not on the small disk
         with_http_judge(config, server.url)
+        config.stages.retry_delay_s = (
+            1.0  # the store error is retried once (transient): the same outcome, sooner
+        )
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         run = judgeops_process("run", cwd=tmp_path)
         while len(server.entries()) < 4:  # the judge stage has started: earlier artifacts are written
