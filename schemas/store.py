@@ -23,7 +23,7 @@ import io
 import json
 import logging
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import fsspec
@@ -367,8 +367,10 @@ class ArtifactStore:
             )
         return payload
 
-    def read(self, name_or_ref: str | ArtifactRef, run_id: str | None = None) -> pa.Table:
-        """Read a table artifact, checking hash, schema version and schema."""
+    def read(
+        self, name_or_ref: str | ArtifactRef, run_id: str | None = None, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """Read a table artifact (only `columns`, when given), checking hash, schema version and schema."""
         ref = name_or_ref if isinstance(name_or_ref, ArtifactRef) else self.ref(name_or_ref, run_id)
         manifest = self.manifest(ref.name, ref.run_id)
         spec = schema_for(ref.name)
@@ -377,16 +379,19 @@ class ArtifactStore:
                 f"artifact {ref.name!r} in run {ref.run_id} was written with schema v{manifest.get('schema_version')}, "
                 f"this code reads v{spec.version}; rerun the stage that produces it"
             )
-        table = pq.read_table(io.BytesIO(self.read_bytes(ref)))
-        if not table.schema.equals(spec.schema, check_metadata=False):
+        data = io.BytesIO(self.read_bytes(ref))
+        stored = pq.read_schema(data)
+        if not stored.equals(spec.schema, check_metadata=False):
             raise SchemaMismatchError(
                 f"artifact {ref.name!r} at {self.display_path(ref.path)}: stored schema differs from v{spec.version}:\n"
-                f"stored:   {table.schema}\nexpected: {spec.schema}"
+                f"stored:   {stored}\nexpected: {spec.schema}"
             )
-        return table
+        return pq.read_table(data, columns=list(columns) if columns is not None else None)
 
-    def read_pandas(self, name_or_ref: str | ArtifactRef, run_id: str | None = None) -> pd.DataFrame:
-        return self.read(name_or_ref, run_id).to_pandas(types_mapper=arrow_backed)
+    def read_pandas(
+        self, name_or_ref: str | ArtifactRef, run_id: str | None = None, columns: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        return self.read(name_or_ref, run_id, columns).to_pandas(types_mapper=arrow_backed)
 
     def list_artifacts(self, run_id: str | None = None) -> list[dict]:
         rel = self._run_rel(run_id)

@@ -15,7 +15,7 @@ here reuse verifies the artifact's bytes first.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -35,13 +35,15 @@ OUTPUT_CHECKS = ("judgeops.schemas.artifacts", "judgeops.data_contracts")
 
 @dataclass(frozen=True)
 class Stage:
-    """A stage's declaration: its name, the artifacts it reads (`optional` ones when the run has them) and
-    the modules holding its logic (with everything they import, they are the code its outputs depend on)."""
+    """A stage's declaration: its name, the artifacts it reads (`optional` ones when the run has them; of a
+    wide one, only the `columns` it uses), and the modules holding its logic (with everything they import,
+    they are the code its outputs depend on)."""
 
     name: str
     code: tuple[str, ...]
     inputs: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
+    columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # an input read in part: its columns
 
     def select(self, artifacts: Mapping[str, ArtifactRef]) -> Refs:
         """This stage's inputs out of everything the run has produced so far."""
@@ -112,7 +114,7 @@ def run_stage(
             )
             return found
     log.info("stage %s: computing (key %s)", stage.name, key[:12])
-    tables = {name: store.read_pandas(ref) for name, ref in inputs.items()}
+    tables = {name: store.read_pandas(ref, columns=stage.columns.get(name)) for name, ref in inputs.items()}
     outputs = compute(tables)
     refs: Refs = {}
     related = dict(tables)

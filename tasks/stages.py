@@ -73,13 +73,18 @@ ROBUSTNESS = Stage(
     "robustness", ("judgeops.tasks.judges.injection",), ("verdicts", "variants", "pairs", "items")
 )
 AGGREGATE = Stage(
-    "aggregate", ("judgeops.tasks.aggregate.panel",), ("verdicts", "variants", "pairs"), ("calibration",)
+    "aggregate",
+    ("judgeops.tasks.aggregate.panel",),
+    ("verdicts", "variants", "pairs"),
+    ("calibration",),
+    {"verdicts": ("judge_id", "variant_id", "verdict", "p_first")},  # 4 of its 21 columns
 )
 PROFILE = Stage(
     "profile",
     ("judgeops.tasks.profile.panel",),
     ("verdicts", "consensus", "variants", "pairs"),
     ("external_pairs", "responses"),
+    {"verdicts": ("judge_id", "variant_id", "response_id", "verdict", "p_first", "rationale")},
 )
 REPORT_INPUTS = (
     "profiles",
