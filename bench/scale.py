@@ -124,7 +124,7 @@ def config_for(args, work: Path, stub_url: str) -> dict:
             "model": f"stub-{i}",
             "base_url": stub_url,
             "api_key_env": "JUDGEOPS_BENCH_STUB_KEY",
-            "max_concurrency": args.stub_concurrency,
+            "max_concurrency": args.judge_concurrency or args.stub_concurrency,
             "max_pairs": args.stub_pairs,
         }
         for i in range(1, 5)
@@ -311,7 +311,13 @@ def main() -> None:
         "--stub-pairs", type=int, default=500, help="pairs each stub judge judges (max_pairs)"
     )
     parser.add_argument("--latency-ms", type=float, default=50.0)
-    parser.add_argument("--stub-concurrency", type=int, default=8)
+    parser.add_argument("--stub-concurrency", type=int, default=8, help="requests the stub answers at once")
+    parser.add_argument(
+        "--judge-concurrency",
+        type=int,
+        default=None,
+        help="each stub judge's max_concurrency (default: the stub's)",
+    )
     parser.add_argument("--runners", default="threads,dask1,dask2")
     parser.add_argument("--work", type=Path, default=None, help="keep the store and logs here")
     parser.add_argument("--write", action="store_true")
@@ -392,7 +398,8 @@ def report(args, results: dict, judge: dict, stub: dict, sizes: dict) -> None:
         f"{args.pairs:,} pairs → {rows.get('variants', 0):,} displayed variants; panel of 12: 8 programmatic "
         f"judges on every variant and 4 OpenAI-protocol stub judges on {args.stub_pairs} pairs each "
         f"(latency {args.latency_ms:g} ms, stub concurrency {args.stub_concurrency}: ceiling {ceiling:.0f} "
-        f"calls/s); {rows.get('verdicts', 0):,} verdicts.\n"
+        f"calls/s; each stub judge's max_concurrency {args.judge_concurrency or args.stub_concurrency}); "
+        f"{rows.get('verdicts', 0):,} verdicts.\n"
     )
     print("| stage | wall s | peak MB, stage process | peak MB, largest child | peak MB, process tree |")
     print("|---|---|---|---|---|")
