@@ -345,7 +345,8 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 128  # socketserver's 5 drops connections a concurrent client opens at once (SYN resent 1 s later)
+    # socketserver's backlog of 5 drops the connections a concurrent client opens at once (SYN resent 1 s later)
+    request_queue_size = 128
 
     def __init__(self, opts: argparse.Namespace):
         super().__init__(("127.0.0.1", opts.port), Handler)
