@@ -250,7 +250,10 @@ def llama_comparison(units: list[Unit], tmp: Path, t_pairwise: dict) -> None:
             name="smollm2-llamacpp", backend="openai", model="smollm2", base_url=server.url, max_concurrency=2
         )
         backend = get_backend(judge)
-        t = throughput(judge, units[:24], backend, tmp)
+        try:
+            t = throughput(judge, units[:24], backend, tmp)
+        finally:
+            backend.close()  # its event loop thread and client
     local = {k: v for k, v in t_pairwise["cold"].items() if k in t["cold"]}
     remote = t["cold"]
     agree = np.mean([local[k].decision.verdict == remote[k].decision.verdict for k in local])
