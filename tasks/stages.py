@@ -487,9 +487,8 @@ def profile_stage(
     return run_stage(store, PROFILE, PROFILE.select(artifacts), params, compute, reuse)
 
 
-BOOTSTRAP = (
-    "shards/bootstrap"  # in the store: <key>.npz, the matrix the blocks resample, until the stage ends
-)
+# in the store: <key>.npz, the matrix a bootstrap's blocks resample, until the profile stage ends
+BOOTSTRAP = "shards/bootstrap"
 
 
 @task(name="bootstrap-block", cache_policy=NO_CACHE, task_run_name="bootstrap-block-{block[1]}")
