@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
-import json
 import time
 from pathlib import Path
 
@@ -248,9 +247,8 @@ def judge_stage(
 
 
 SHARDS = "shards/judge"  # in the store: <key>.json (the work order), <key>.parquet (its rows), until the stage ends
-UNITS = (
-    f"{SHARDS}/units"  # <block>.parquet: the units of a block, shared by the shards of every judge given them
-)
+# <block>.parquet: the units of a block, shared by the shards of every judge given them
+UNITS = f"{SHARDS}/units"
 
 
 @task(name="judge-shard", cache_policy=NO_CACHE, task_run_name="judge-shard-{key:.12}")
@@ -262,11 +260,11 @@ def judge_shard_task(key: str, store_url: str, run_id: str, batch_size: int, cac
     if store.has_blob(rel):
         logger().info("judge shard %s: saved by an earlier attempt, not judged again", key[:12])
         return rel
-    t0, order = time.perf_counter(), store.get_blob(f"{SHARDS}/{key}.json")
-    units = units_of(
-        pd.read_parquet(io.BytesIO(store.get_blob(f"{UNITS}/{json.loads(order)['block']}.parquet")))
+    t0 = time.perf_counter()
+    shard = Shard.from_order(
+        store.get_blob(f"{SHARDS}/{key}.json"),
+        lambda block: units_of(pd.read_parquet(io.BytesIO(store.get_blob(f"{UNITS}/{block}.parquet")))),
     )
-    shard = Shard.from_order(order, units)
     rows = pd.DataFrame(judge_shard(shard, run_id, batch_size, cache_path))
     judged = time.perf_counter()
     store.put_blob(rel, rows.to_parquet(index=False))
@@ -329,12 +327,14 @@ def shards_runner(
         shards = shard_plan(plan, sharding.units_per_shard, JUDGE.fingerprint())
         if not shards:
             return pd.DataFrame()
-        blocks = {}
+        written: set[str] = set()  # blocks of units put in the store by this run
         for shard in shards:
             if not store.has_blob(f"{SHARDS}/{shard.key}.parquet"):
-                if shard.block not in blocks:
-                    blocks[shard.block] = units_table(shard.units).to_parquet(index=False)
-                    store.put_blob(f"{UNITS}/{shard.block}.parquet", blocks[shard.block])
+                if shard.block not in written:
+                    store.put_blob(
+                        f"{UNITS}/{shard.block}.parquet", units_table(shard.units).to_parquet(index=False)
+                    )
+                    written.add(shard.block)
                 store.put_blob(f"{SHARDS}/{shard.key}.json", shard.order())
         logger().info(
             "judge: %d units in %d shards on %s", sum(s.n_units for s in shards), len(shards), sharding.runner

@@ -509,10 +509,11 @@ class Shard:
         return json.dumps({"key": self.key, "judge": judge, "asked": asked, "block": self.block}).encode()
 
     @classmethod
-    def from_order(cls, payload: bytes, units: list[Unit]) -> Shard:
+    def from_order(cls, payload: bytes, units_of_block: Callable[[str], list[Unit]]) -> Shard:
+        """The shard of a work order; `units_of_block(block)` reads the units it names."""
         data = json.loads(payload)
         judge, asked = JudgeConfig.model_validate(data["judge"]), JudgeConfig.model_validate(data["asked"])
-        return cls(data["key"], judge, asked, data["block"], units)
+        return cls(data["key"], judge, asked, data["block"], units_of_block(data["block"]))
 
 
 def shard_plan(plan: Plan, units_per_shard: int, code: str) -> list[Shard]:

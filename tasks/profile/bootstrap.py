@@ -77,7 +77,8 @@ def bootstrap_cells(
     rng = rng if rng is not None else np.random.default_rng(0)
     has = ~np.isnan(scores)
     n = has.sum(axis=0)
-    estimate = np.divide(np.where(has, scores, 0.0).sum(axis=0), n, out=np.full(n.shape, np.nan), where=n > 0)
+    zeroed = np.where(has, scores, 0.0)
+    estimate = np.divide(zeroed.sum(axis=0), n, out=np.full(n.shape, np.nan), where=n > 0)
     if scores.shape[0] == 0:
         empty = np.full(scores.shape[1], np.nan)
         return {
@@ -87,7 +88,7 @@ def bootstrap_cells(
             "n": n,
             "draws": np.empty((n_boot, scores.shape[1])),
         }
-    filled = np.where(has, scores, 0.0).astype(np.float32)
+    filled = zeroed.astype(np.float32)
     parts = (map_blocks or blocks_here)(filled, has.astype(np.float32), blocks_of(n_boot, rng))
     totals, counts = np.vstack([t for t, _ in parts]), np.vstack([c for _, c in parts])
     draws = np.divide(totals, counts, out=np.full(totals.shape, np.nan, dtype=np.float32), where=counts > 0)
