@@ -23,11 +23,12 @@ from pydantic import BaseModel
 
 from judgeops.schemas.artifacts import QUARANTINE_SUFFIX
 from judgeops.schemas.store import ArtifactRef, ArtifactStore, stable_hash
+from judgeops.schemas.stream import Rows
 from judgeops.tasks.fingerprint import code_fingerprint
 from judgeops.tasks.log import logger
 
 Refs = dict[str, ArtifactRef]
-Compute = Callable[[dict[str, pd.DataFrame]], dict[str, pd.DataFrame]]
+Compute = Callable[[dict[str, Rows]], dict[str, pd.DataFrame]]
 
 # what every stage's outputs must meet: their schemas and data contracts
 OUTPUT_CHECKS = ("judgeops.schemas.artifacts", "judgeops.data_contracts")
@@ -44,6 +45,8 @@ class Stage:
     inputs: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
     columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # an input read in part: its columns
+    # inputs its code reads by row group (a TableStream, schemas/stream.py), not as one DataFrame
+    streamed: tuple[str, ...] = ()
 
     def select(self, artifacts: Mapping[str, ArtifactRef]) -> Refs:
         """This stage's inputs out of everything the run has produced so far."""
@@ -114,10 +117,15 @@ def run_stage(
             )
             return found
     log.info("stage %s: computing (key %s)", stage.name, key[:12])
-    tables = {name: store.read_pandas(ref, columns=stage.columns.get(name)) for name, ref in inputs.items()}
+    tables = {
+        name: (store.stream if name in stage.streamed else store.read_pandas)(
+            ref, columns=stage.columns.get(name)
+        )
+        for name, ref in inputs.items()
+    }
     outputs = compute(tables)
     refs: Refs = {}
-    related = dict(tables)
+    related = {name: t for name, t in tables.items() if isinstance(t, pd.DataFrame)}  # the contracts' parents
     set_aside = {n: df for n, df in outputs.items() if n.endswith(QUARANTINE_SUFFIX)}
     for name, df in outputs.items():
         if name in set_aside:
