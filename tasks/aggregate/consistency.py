@@ -100,18 +100,19 @@ def consistency_signals(
     classes = binary_classes(df["label"], classes, "consistency_signals")
     df = df[df["label"].isin(classes)]
     first = shown_first(df, classes)
+    column = lambda s: s.reset_index(drop=True)  # noqa: E731 (each column as it is: no copy of its strings)
     frame = pd.DataFrame(
         {
-            "task": df["task"].to_numpy(),
-            "worker": df["worker"].to_numpy(),
-            "run": df["run"].astype(str).to_numpy() if "run" in df.columns else "",
-            "item": df["item"].to_numpy() if "item" in df.columns else df["task"].to_numpy(),
+            "task": column(df["task"]),
+            "worker": column(df["worker"]),
+            "run": column(df["run"].astype(str)) if "run" in df.columns else "",
+            "item": column(df["item"] if "item" in df.columns else df["task"]),
             "is_first_class": (df["label"] == classes[0]).to_numpy(),
             "first_shown": (df["label"].to_numpy() == first.to_numpy()) if first is not None else np.nan,
         }
     )
     if by is not None:
-        frame[by] = df[by].to_numpy()
+        frame[by] = column(df[by])
     keys = [by] if by is not None else []
     parts = []
     for key, sub in frame.groupby(keys, sort=True) if keys else [((), frame)]:

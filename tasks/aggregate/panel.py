@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops.schemas.artifacts import schema_for
+from judgeops.schemas.stream import Rows, frames, unite_codes
 from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE
 from judgeops.tasks.aggregate._base import DEFAULT_CLASSES
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
@@ -37,34 +38,69 @@ def _coin(seed: int, pair_id: str) -> bool:
     return hashlib.sha256(f"{seed}:{pair_id}".encode()).digest()[0] % 2 == 1
 
 
+def _shared(names: pd.Index, codes: np.ndarray) -> pd.Series:
+    """Python strings by code (−1: missing), each name one shared object (8 bytes a row; an Arrow string column's
+    `to_numpy()` makes a new object per row, which the estimators' pandas code does again and again)."""
+    return pd.Series(np.append(np.asarray(names, dtype=object), None)[codes], dtype=object)  # −1: None
+
+
 def canonical_votes(
-    verdicts: pd.DataFrame, variants: pd.DataFrame, seed: int = 0
+    verdicts: Rows, variants: pd.DataFrame, seed: int = 0
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(long votes `task, worker, run, label, score` in each pair's canonical frame, and per variant its
-    `task` and whether its first-shown answer is the canonical first candidate: `first_is_canonical`)."""
+    """(long votes `task, worker, run, shown_first, item, presentation, label, score` in each pair's canonical
+    frame, and per variant its `task` name, the `code` of its task in the votes and whether its first-shown
+    answer is the canonical first candidate: `first_is_canonical`).
+
+    A vote's `task` and `item` are integer codes, numbered in the sorted order of the task names
+    (`pair:presentation`) and pair ids, so every estimator sorts them as it would the names: at 100k pairs
+    × 12 judges the votes have 7.2M rows, and codes keep them at ~60 bytes a row."""
     v = variants.set_index("variant_id")
-    flip = v["pair_id"].map(lambda p: _coin(seed, str(p)))
+    pair = v["pair_id"].astype(str)
+    flip = pair.map(lambda p: _coin(seed, p))
     first_is_canonical = (v["order"] == "AB") != flip
-    task = v["pair_id"].astype(str) + ":" + v["presentation"].astype(str)
-    rows = verdicts[verdicts["variant_id"].isin(v.index)]
-    keep = first_is_canonical.reindex(rows["variant_id"]).to_numpy()
-    verdict = rows["verdict"].where(rows["verdict"].isin(["A", "B"]))
-    swapped = verdict.map({"A": "B", "B": "A"})
+    task = pair + ":" + v["presentation"].astype(str)
+    task_code, _ = pd.factorize(task, sort=True)
+    item_code, _ = pd.factorize(pair, sort=True)
+    presentation_code, presentations = pd.factorize(v["presentation"].astype(str))
+    # each verdict's variant by position, looked up once: every per-variant column below is a numpy take;
+    # `verdicts` may be a stream of row groups (the aggregate stage's), each reduced to codes as it is read
+    ats, says_a, says_b, workers_seen, p_firsts = [], [], [], [], []
+    for frame in frames(verdicts):
+        at = v.index.get_indexer(frame["variant_id"])
+        mine = at >= 0
+        ats.append(at[mine])
+        says_a.append(frame["verdict"].isin(["A"]).to_numpy()[mine])
+        says_b.append(frame["verdict"].isin(["B"]).to_numpy()[mine])
+        workers_seen.append(frame["judge_id"][mine])
+        p_firsts.append(frame["p_first"].to_numpy(dtype=float)[mine])
+    at = np.concatenate(ats) if ats else np.zeros(0, dtype=np.intp)
+    said_a = np.concatenate(says_a) if says_a else np.zeros(0, dtype=bool)
+    said_b = np.concatenate(says_b) if says_b else np.zeros(0, dtype=bool)
+    p_first = np.concatenate(p_firsts) if p_firsts else np.zeros(0)
+    worker_code, workers = unite_codes(workers_seen)
+    keep = first_is_canonical.to_numpy()[at]
+    label = np.full(len(at), None, dtype=object)
+    label[(keep & said_a) | (~keep & said_b)] = "A"
+    label[(keep & said_b) | (~keep & said_a)] = "B"
+    shown = keep.astype(np.intp)  # 1: the canonical first candidate shown first
     votes = pd.DataFrame(
         {
-            "task": task.reindex(rows["variant_id"]).to_numpy(),
-            "worker": rows["judge_id"].to_numpy(),
+            "task": task_code[at],
+            "worker": _shared(workers, worker_code),
             # the display order in the canonical frame ("AB": the canonical first candidate shown first), so
             # a run says what was shown first without saying which candidate is correct
-            "run": np.where(keep, "AB", "BA"),
-            "shown_first": np.where(keep, "A", "B"),
-            "item": v["pair_id"].astype(str).reindex(rows["variant_id"]).to_numpy(),
-            "presentation": v["presentation"].reindex(rows["variant_id"]).to_numpy(),
-            "label": np.where(keep, verdict, swapped),
-            "score": np.where(keep, rows["p_first"], 1.0 - rows["p_first"]),
+            "run": _shared(pd.Index(["BA", "AB"]), shown),
+            "shown_first": _shared(pd.Index(["B", "A"]), shown),
+            "item": item_code[at],
+            "presentation": _shared(presentations, presentation_code[at]),
+            "label": pd.Series(label, dtype=object),
+            "score": np.where(keep, p_first, 1.0 - p_first),
         }
     )
-    return votes, pd.DataFrame({"task": task, "first_is_canonical": first_is_canonical})
+    variant = pd.DataFrame(
+        {"task": task, "code": task_code, "item": pair, "first_is_canonical": first_is_canonical}
+    )
+    return votes, variant
 
 
 def _fit_one(
@@ -76,11 +112,11 @@ def _fit_one(
     )  # P(first) = .5: no view
     estimator = get_aggregator(method, **{**defaults, **params.get(method, {})})
     kind = default_input(method)
-    used = votes.dropna(subset=[kind])
+    extra = [c for c in RUN_COLUMNS if c in votes.columns] if method in USES_RUNS else []
+    used = votes[["task", "worker", kind, *extra]].dropna(subset=[kind])  # the columns it reads, not 8
     if method in BINARY_ONLY:
         estimator.classes = ("A", "B")  # both classes exist even if every vote names one
-    extra = [c for c in RUN_COLUMNS if c in used.columns] if method in USES_RUNS else []
-    probas = estimator.fit(used[["task", "worker", kind, *extra]]).probas_
+    probas = estimator.fit(used).probas_
     if fitted is not None:
         fitted[method] = estimator
     p = probas["A"] if "A" in probas.columns else pd.Series(0.0, index=probas.index)
@@ -98,7 +134,7 @@ def calibrated_rates(
 
 
 def aggregate_panel(
-    verdicts: pd.DataFrame,
+    verdicts: Rows,
     variants: pd.DataFrame,
     methods: list[str],
     seed: int = 0,
@@ -120,8 +156,8 @@ def aggregate_panel(
             },
         }
     votes, shown = canonical_votes(verdicts, variants, seed)
-    task = shown["task"].to_numpy()
-    out, fitted, reasons = [], {}, {}
+    task = shown["code"].to_numpy()
+    out, fitted, reasons, labels = [], {}, {}, {}
     for method in methods:
         try:
             p, n = _fit_one(method, votes, params or {}, fitted)
@@ -133,9 +169,12 @@ def aggregate_panel(
         p_task = p.reindex(task).to_numpy(dtype=float)
         p_first = np.where(shown["first_is_canonical"].to_numpy(), p_task, 1.0 - p_task)
         n_votes = n.reindex(task).fillna(0).astype(int).to_numpy()
-        label = np.where(p_first > 0.5, "A", np.where(p_first < 0.5, "B", TIE)).astype(object)
-        label[np.isnan(p_first)] = UNAVAILABLE if reason else NO_VOTES
-        label[(n_votes == 0) & (reason is None)] = NO_VOTES
+        code = np.where(p_first > 0.5, 0, np.where(p_first < 0.5, 1, 2))
+        code[np.isnan(p_first)] = 3 if reason else 4
+        code[(n_votes == 0) & (reason is None)] = 4
+        labels[method] = pd.Series(
+            np.array(["A", "B", TIE, UNAVAILABLE, NO_VOTES], dtype=object)[code], dtype=object
+        )
         p_first[n_votes == 0] = np.nan
         out.append(
             pd.DataFrame(
@@ -143,22 +182,24 @@ def aggregate_panel(
                     "unit_id": shown.index,
                     "method": method,
                     "score": 2 * p_first - 1,
-                    "label": label,
+                    "label": labels[method],
                     "posterior": p_first,
                     "n_votes": n_votes,
                 }
             )
         )
-    consensus = pd.concat(out, ignore_index=True)
     return {
-        "consensus": consensus,
-        "consistency": panel_consistency(votes, pairs),
-        "aggregation_notes": aggregation_notes(consensus, fitted, reasons),
+        "consensus": pd.concat(out, ignore_index=True),
+        "consistency": panel_consistency(votes, pairs, shown),
+        "aggregation_notes": aggregation_notes(pd.DataFrame(labels), fitted, reasons),
     }
 
 
-def panel_consistency(votes: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Perturbation consistency per judge, overall and per error type of the pair (consistency.py)."""
+def panel_consistency(
+    votes: pd.DataFrame, pairs: pd.DataFrame | None = None, shown: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Perturbation consistency per judge, overall and per error type of the pair (consistency.py); `shown`
+    (canonical_votes' second table) names the pairs the votes' `item` codes number."""
     usable = votes.dropna(subset=["label"])
     columns = ["judge_id", "condition", *SIGNALS]
     if usable.empty or usable["label"].nunique() < 1:
@@ -166,6 +207,9 @@ def panel_consistency(votes: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
     frames = [consistency_signals(usable, DEFAULT_CLASSES).assign(condition="overall")]
     if pairs is not None and "error_type" in pairs.columns:
         kind = pairs.set_index(pairs["pair_id"].astype(str))["error_type"]
+        if shown is not None:  # item codes → pair ids → error types
+            _, named = pd.factorize(shown["item"], sort=True)  # code i is pair named[i]
+            kind = kind.reindex(named).reset_index(drop=True)
         typed = usable.assign(condition=usable["item"].map(kind)).dropna(subset=["condition"])
         if len(typed):
             frames.append(consistency_signals(typed, DEFAULT_CLASSES, by="condition"))
@@ -184,13 +228,13 @@ def soft_agreement(labels: pd.Series, reference: pd.Series) -> float:
     return float(score.mean())
 
 
-def aggregation_notes(consensus: pd.DataFrame, fitted: dict, reasons: dict) -> pd.DataFrame:
-    """Per method: its agreement with majority vote and with auto's consensus (soft_agreement: a non-decision
-    counts ½), and a warning when its label-free check fails (it takes the mirror side of majority vote, or
-    it strays from auto's consensus further than majority vote does). auto's row says what it chose and why."""
-    wide = consensus.pivot(index="unit_id", columns="method", values="label")
+def aggregation_notes(wide: pd.DataFrame, fitted: dict, reasons: dict) -> pd.DataFrame:
+    """Per method (in name order): its agreement with majority vote and with auto's consensus (soft_agreement:
+    a non-decision counts ½), and a warning when its label-free check fails (it takes the mirror side of
+    majority vote, or it strays from auto's consensus further than majority vote does). auto's row says what it
+    chose and why. `wide`: the consensus labels, one column per method, one row per unit."""
     rows = []
-    for method in wide.columns:
+    for method in sorted(wide.columns):
         mv = soft_agreement(wide[method], wide["mv"]) if "mv" in wide else np.nan
         auto = soft_agreement(wide[method], wide["auto"]) if "auto" in wide else np.nan
         mv_auto = soft_agreement(wide["mv"], wide["auto"]) if {"mv", "auto"} <= set(wide) else np.nan
