@@ -37,11 +37,13 @@ from judgeops.config import (
     StagesConfig,
 )
 from judgeops.schemas.store import ArtifactRef, ArtifactStore, StoreError
+from judgeops.schemas.stream import Rows, gather
 from judgeops.tasks.aggregate.panel import aggregate_panel
 from judgeops.tasks.construct import construct, construction_summary
 from judgeops.tasks.ingest import IngestError, expand_paths, inbox_files, summary_table, week_mix
 from judgeops.tasks.ingest.items import IngestResult, ingest_all
 from judgeops.tasks.judges import JudgeBackendError, coverage, transport_failures
+from judgeops.tasks.judges.coverage import COVERAGE_COLUMNS
 from judgeops.tasks.judges.injection import probe_panel
 from judgeops.tasks.judges.runner import (
     Plan,
@@ -67,7 +69,17 @@ JUDGE = Stage(
     ("variants", "pairs", "items"),
     ("external_pairs", "responses"),
 )
-VALIDATE = Stage("validate", ("judgeops.tasks.judges.coverage",), ("verdicts", "variants", "pairs"))
+VALIDATE = Stage(
+    "validate",
+    ("judgeops.tasks.judges.coverage",),
+    ("verdicts", "variants", "pairs"),
+    columns={
+        "verdicts": COVERAGE_COLUMNS,
+        "variants": ("variant_id", "pair_id"),
+        "pairs": ("pair_id", "error_type"),
+    },
+    streamed=("verdicts",),  # one judge's rows at a time (validate_stage)
+)
 ROBUSTNESS = Stage(
     "robustness", ("judgeops.tasks.judges.injection",), ("verdicts", "variants", "pairs", "items")
 )
@@ -76,14 +88,27 @@ AGGREGATE = Stage(
     ("judgeops.tasks.aggregate.panel",),
     ("verdicts", "variants", "pairs"),
     ("calibration",),
-    {"verdicts": ("judge_id", "variant_id", "verdict", "p_first")},  # 4 of its 21 columns
+    {  # what aggregate_panel reads: 4 of the verdicts' 21 columns, none of the variants' texts
+        "verdicts": ("judge_id", "variant_id", "verdict", "p_first"),
+        "variants": ("variant_id", "pair_id", "presentation", "order"),
+        "pairs": ("pair_id", "error_type"),
+    },
+    streamed=("verdicts",),  # by row group: the votes keep ~60 bytes of each verdict's row (canonical_votes)
 )
 PROFILE = Stage(
     "profile",
     ("judgeops.tasks.profile.panel",),
     ("verdicts", "consensus", "variants", "pairs"),
     ("external_pairs", "responses"),
-    {"verdicts": ("judge_id", "variant_id", "response_id", "verdict", "p_first", "rationale")},
+    {
+        "verdicts": ("judge_id", "variant_id", "response_id", "verdict", "p_first", "rationale"),
+        "consensus": ("unit_id", "method", "label", "posterior"),
+        "variants": ("variant_id", "pair_id", "presentation", "order", "gold_position"),
+        "pairs": ("pair_id", "error_type", "domain", "qc_flags", "edit_before", "edit_after"),
+    },
+    # by row group: at 100k pairs × 12 judges, 4.8M verdicts and 7.8M consensus rows, of which the profile
+    # keeps a few bytes a row (profiles.canonical_frame)
+    streamed=("verdicts", "consensus"),
 )
 REPORT_INPUTS = (
     "profiles",
@@ -406,8 +431,21 @@ def validate_stage(
     reuse: bool = True,
     prices: dict[str, Price] | None = None,
 ) -> Refs:
-    def compute(t: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-        table = coverage(t["verdicts"], t["variants"], judges, t.get("pairs"), prices)
+    def compute(t: dict[str, Rows]) -> dict[str, pd.DataFrame]:
+        # coverage is per judge: each judge's verdicts gathered from the row groups in turn, never all at once
+        table = pd.concat(
+            [
+                coverage(
+                    gather(t["verdicts"], lambda f, j=judge.name: f["judge_id"] == j, list(COVERAGE_COLUMNS)),
+                    t["variants"],
+                    [judge],
+                    t.get("pairs"),
+                    prices,
+                )
+                for judge in judges
+            ],
+            ignore_index=True,
+        )
         for row in table[table["coverage"] < 1.0].itertuples():
             logger().warning(
                 "coverage: judge %s answered %d of %d calls (%d ties, %d unparsable, %d errors)",

@@ -47,6 +47,20 @@ def failure_cause(error: str | None) -> str | None:
     return "other_error"
 
 
+# the verdict columns coverage (and its cost columns) read
+COVERAGE_COLUMNS = (
+    "judge_id",
+    "variant_id",
+    "verdict",
+    "error",
+    "n_calls",
+    "cache_hits",
+    "tokens_in",
+    "tokens_out",
+    "request_notes",
+)
+
+
 def _sum_or_none(values: pd.Series) -> int | None:
     return int(values.sum()) if values.notna().any() else None
 

@@ -30,30 +30,34 @@ def position_averaged(df: pd.DataFrame, error_type: str | None = None) -> pd.Ser
     d = df[df["presentation"] == "plain"]
     if error_type is not None:
         d = d[d["error_type"] == error_type]
-    return d.groupby("pair_id")["correct"].mean()
+    return d.groupby("pair_id", observed=True)["correct"].mean()
 
 
 def order_accuracy(df: pd.DataFrame, order: str) -> pd.Series:
     d = df[(df["presentation"] == "plain") & (df["order"] == order)]
-    return d.groupby("pair_id")["correct"].mean()
+    return d.groupby("pair_id", observed=True)["correct"].mean()
 
 
 def strict_both_correct(df: pd.DataFrame, contrast: str, first: str, second: str) -> pd.Series:
     """Both members of the contrast right; the other display factor is held fixed."""
     held = "order" if contrast == "presentation" else "presentation"
     d = df[df[contrast].isin([first, second])]
-    wide = d.pivot_table(index=["pair_id", held], columns=contrast, values="correct", aggfunc="first")
+    wide = d.pivot_table(
+        index=["pair_id", held], columns=contrast, values="correct", aggfunc="first", observed=True
+    )
     if first not in wide or second not in wide:
         return pd.Series(dtype=float)
     wide = wide.dropna(subset=[first, second])
     both = (wide[first].astype(bool) & wide[second].astype(bool)).astype(float)
-    return both.groupby(level="pair_id").mean()
+    return both.groupby(level="pair_id", observed=True).mean()
 
 
 def _contrast(df: pd.DataFrame, contrast: str, first: str, second: str, value: str) -> pd.DataFrame:
     held = "order" if contrast == "presentation" else "presentation"
     d = df[df[contrast].isin([first, second])]
-    wide = d.pivot_table(index=["pair_id", held], columns=contrast, values=value, aggfunc="first")
+    wide = d.pivot_table(
+        index=["pair_id", held], columns=contrast, values=value, aggfunc="first", observed=True
+    )
     if first not in wide or second not in wide:
         return pd.DataFrame(columns=[first, second])
     return wide.dropna(subset=[first, second])
@@ -71,7 +75,7 @@ def consistency(
     same = valid & (wide[first] == wide[second])
     if wrong_only:
         same &= wide[first] == 0
-    return same.astype(float).groupby(level="pair_id").mean()
+    return same.astype(float).groupby(level="pair_id", observed=True).mean()
 
 
 def rationale_quality(df: pd.DataFrame) -> pd.Series:
@@ -83,7 +87,7 @@ def rationale_quality(df: pd.DataFrame) -> pd.Series:
     named = [
         names_edit(r, b, a) for r, b, a in zip(d["rationale"], d["edit_before"], d["edit_after"], strict=True)
     ]
-    return pd.Series(named, index=d.index, dtype=float).groupby(d["pair_id"]).mean()
+    return pd.Series(named, index=d.index, dtype=float).groupby(d["pair_id"], observed=True).mean()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ import pandas as pd
 
 from judgeops.config import ProfileConfig
 from judgeops.schemas.artifacts import schema_for
-from judgeops.schemas.vocabulary import is_panel, to_canonical
+from judgeops.schemas.stream import Rows, frames, unite_codes
+from judgeops.schemas.vocabulary import is_panel
 from judgeops.tasks.profile.bootstrap import MapBlocks, bootstrap_cells
 from judgeops.tasks.profile.conditions import CONDITIONS, CONTENT_CONDITIONS
 
@@ -44,41 +45,102 @@ class Profile:
     draws: pd.DataFrame = field(default_factory=pd.DataFrame)  # columns: (judge_id, condition)
 
 
-def complete_grid(verdicts: pd.DataFrame, variants: pd.DataFrame, judges: list[str]) -> pd.DataFrame:
-    """One row per judge × variant of the pairs the judge was given; a call with no row at all becomes a
-    missing verdict (counted wrong).
+# the canonical frame's repeated labels as categories: at 100k pairs × 12 judges and 13 consensus methods it has
+# 12.6M rows, and one Arrow string column of them costs ~0.5 GB where its category codes cost 13 MB
+FROM_VARIANTS = ("presentation", "order", "gold_position")
+FROM_PAIRS = ("error_type", "domain")
+EDITS = ("edit_before", "edit_after")  # one value per pair, repeated on each of its rows
 
-    A judge's pairs are those it has any verdict row for: every pair, or the fixed sample of a judge
-    with `max_pairs`. (A judge that lost every row of a pair is reported by the coverage stage, which
-    knows the sample from the configuration.)
-    """
-    pair_of = variants.set_index("variant_id")["pair_id"]
-    frames = []
-    for judge in judges:
-        judged = verdicts.loc[verdicts["judge_id"] == judge, "variant_id"].map(pair_of)
-        mine = variants.loc[variants["pair_id"].isin(set(judged.dropna())), "variant_id"]
-        frames.append(pd.DataFrame({"judge_id": judge, "variant_id": mine.to_numpy()}))
-    grid = (
-        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["judge_id", "variant_id"])
+
+def _codes(values: pd.Series, at: np.ndarray) -> pd.Categorical:
+    """A per-variant (or per-pair) column repeated onto rows by position: a categorical, never a copy of
+    its strings."""
+    c = pd.Categorical(values)
+    return pd.Categorical.from_codes(c.codes[at], c.categories)
+
+
+def _expand(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenated ranges starts[k] .. starts[k] + counts[k] − 1, vectorised."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts, counts) + np.arange(total) - offsets
+
+
+def canonical_frame(verdicts: Rows, variants: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Every judge's verdicts on these pairs, canonical: `correct` (the verdict names the gold position:
+    ties, unparsable outputs and errors count as wrong), `valid` (A or B), with the variant's presentation
+    and order, the pair's error type, domain and recorded edit; labels as categories.
+
+    The grid is complete: a judge's pairs are those it has any verdict row for (every pair, or the fixed
+    sample of a judge with `max_pairs`), and a variant of them without a row becomes a missing verdict
+    (counted wrong; the coverage stage reports a judge that lost every row of a pair). Rows: the verdicts in
+    their order, then the grid's missing cells (every condition is a mean per pair, so the order does not
+    change a score; a cell's repeated verdicts keep theirs). `verdicts` may be a stream of row groups (schemas/stream.py): each
+    is reduced to positions and codes as it is read."""
+    variants = variants[variants["pair_id"].isin(pairs["pair_id"])].reset_index(drop=True)
+    pair_at = pd.Index(pairs["pair_id"]).get_indexer(variants["pair_id"])  # each variant's pair, by position
+    known = pd.Index(variants["variant_id"])
+    judge_parts, verdict_parts, at_parts, rationale_parts = [], [], [], []
+    for frame in frames(verdicts):
+        at = known.get_indexer(frame["variant_id"])
+        mine = at >= 0
+        at_parts.append(at[mine])
+        judge_parts.append(frame["judge_id"][mine])
+        verdict_parts.append(frame["verdict"][mine])
+        rationale = frame["rationale"] if "rationale" in frame else pd.Series(None, index=frame.index)
+        rationale_parts.append(rationale[mine].astype("str"))
+    at = np.concatenate(at_parts).astype(np.int64) if at_parts else np.zeros(0, dtype=np.int64)
+    j, judges = unite_codes(judge_parts, sort=True)
+    v, verdict_names = unite_codes(verdict_parts)
+    rationale = (
+        pd.concat(rationale_parts, ignore_index=True) if rationale_parts else pd.Series([], dtype="str")
     )
-    cols = [c for c in ["judge_id", "variant_id", "verdict", "p_first", "rationale"] if c in verdicts.columns]
-    return grid.merge(verdicts[cols], on=["judge_id", "variant_id"], how="left")
-
-
-def canonical_frame(verdicts: pd.DataFrame, variants: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
-    """Every judge's verdicts on these pairs, canonical (`correct`), with `valid` and the recorded edit."""
-    judges = sorted(verdicts["judge_id"].unique())
-    variants = variants[variants["pair_id"].isin(pairs["pair_id"])]
-    canonical = to_canonical(complete_grid(verdicts, variants, judges), variants, pairs)
+    # the grid: every variant of each (judge, pair) with a row; its cells without one are appended, missing
+    n_variants, n_pairs = len(variants), len(pairs)
+    by_pair = np.argsort(pair_at, kind="stable")
+    first = np.searchsorted(pair_at[by_pair], np.arange(n_pairs))
+    per_pair = np.bincount(pair_at, minlength=n_pairs)
+    judged = np.unique(j * n_pairs + pair_at[at])
+    grid_j = np.repeat(judged // n_pairs, per_pair[judged % n_pairs])
+    grid_at = by_pair[_expand(first[judged % n_pairs], per_pair[judged % n_pairs])]
+    missing = ~np.isin(grid_j * n_variants + grid_at, j * n_variants + at)
+    n_missing = int(missing.sum())
+    rows_j = np.concatenate([j, grid_j[missing]]).astype(np.int32)
+    rows_at = np.concatenate([at, grid_at[missing]]).astype(np.int32)
+    v_codes = np.concatenate([v, np.full(n_missing, -1)]).astype(np.int32)
+    del grid_j, grid_at, missing, j, v
+    row_pair = pair_at[rows_at]
+    canonical = pd.DataFrame(
+        {
+            "judge_id": pd.Categorical.from_codes(rows_j, judges),
+            "verdict": pd.Categorical.from_codes(v_codes, verdict_names),
+            "rationale": pd.concat(
+                [rationale, pd.Series(np.nan, index=range(n_missing), dtype="str")], ignore_index=True
+            ),
+            "pair_id": variants["pair_id"].take(rows_at).reset_index(drop=True),
+            **{c: _codes(variants[c], rows_at) for c in FROM_VARIANTS},
+            **{c: _codes(pairs[c], row_pair) for c in FROM_PAIRS},
+        }
+    )
+    # correct: the verdict names the gold position, looked up on the two columns' codes
+    gold = pd.Categorical(canonical["gold_position"])
+    same = np.zeros(
+        (len(verdict_names) + 1, len(gold.categories) + 1), dtype=bool
+    )  # code −1: the last row/col
+    same[:-1, :-1] = np.equal.outer(
+        np.asarray(verdict_names, dtype=object), np.asarray(gold.categories, dtype=object)
+    )
+    canonical["correct"] = same[v_codes, gold.codes]
     canonical["valid"] = canonical["verdict"].isin(["A", "B"])
-    edits = [c for c in ("edit_before", "edit_after") if c in pairs.columns]
-    if edits:
-        canonical = canonical.merge(pairs[["pair_id", *edits]], on="pair_id", how="left")
+    for column in (c for c in EDITS if c in pairs.columns):
+        canonical[column] = _codes(pairs[column], row_pair)
     return canonical
 
 
 def profile(
-    verdicts: pd.DataFrame,
+    verdicts: Rows,
     variants: pd.DataFrame,
     pairs: pd.DataFrame,
     config: ProfileConfig,
@@ -95,18 +157,24 @@ def profile(
     variants)."""
     if canonical is None:
         canonical = canonical_frame(verdicts, variants, pairs)
-    else:
-        canonical = canonical[canonical["pair_id"].isin(pairs["pair_id"])]
+    here = canonical["pair_id"].isin(pairs["pair_id"]).to_numpy()  # a mask: subsets are taken judge by judge
     units = pd.Index(sorted(pairs["pair_id"].unique()), name="pair_id")
-    cells: dict[tuple[str, str], pd.Series] = {}
-    for judge, mine in canonical.groupby("judge_id", sort=True):
+    cells, columns = [], []  # each cell's scores over `units` (NaN: no score), and its (judge, condition)
+    groups = canonical.groupby("judge_id", observed=True).indices
+    for judge in sorted(groups):
+        rows = groups[judge][here[groups[judge]]]
+        if not len(rows):
+            continue
+        mine = canonical.take(rows)
         for condition in CONDITIONS:
             scores = condition.pair_scores(mine)
             if len(scores):
-                cells[(judge, condition.name)] = scores
+                cells.append(scores.reindex(units).to_numpy(dtype=float))
+                columns.append((judge, condition.name))
     if not cells:
         return Profile(pd.DataFrame(columns=PROFILE_COLUMNS))
-    matrix = pd.DataFrame(cells).reindex(units)
+    matrix = pd.DataFrame(np.column_stack(cells), index=units, columns=pd.MultiIndex.from_tuples(columns))
+    del cells
     # seeded per benchmark: the resampling depends on the pairs only, so adding a judge or a condition
     # leaves every other cell's CI unchanged
     rng = np.random.default_rng([config.seed, zlib.crc32(benchmark.encode())])
@@ -167,15 +235,31 @@ def _rogan_gladen(rows: pd.DataFrame, draws: pd.DataFrame, config: ProfileConfig
 
 def hard_empirical_pairs(canonical: pd.DataFrame, judge: str, threshold: float = 0.5) -> set[str]:
     """Pairs on which the OTHER judges' mean position-averaged accuracy (plain) is at most `threshold`."""
-    plain = canonical[(canonical["presentation"] == "plain") & (canonical["judge_id"] != judge)]
-    if plain.empty:
-        return set()
-    per_pair = plain.groupby("pair_id")["correct"].mean()
-    return set(per_pair.index[per_pair <= threshold])
+    return hard_empirical_by_judge(canonical, [judge], threshold)[judge]
+
+
+def hard_empirical_by_judge(
+    canonical: pd.DataFrame, judges: list[str], threshold: float = 0.5
+) -> dict[str, set[str]]:
+    """hard_empirical_pairs of every judge in `judges`, from one pass: per pair, the others' mean is
+    (all judges' right verdicts − the judge's) / (all judges' plain verdicts − the judge's)."""
+    plain = canonical.loc[canonical["presentation"] == "plain", ["pair_id", "judge_id", "correct"]]
+    per = plain.groupby(["pair_id", "judge_id"], observed=True, sort=False)["correct"].agg(["sum", "count"])
+    total = per.groupby(level="pair_id", sort=False).sum()
+    out = {}
+    for judge in judges:
+        mine = per.xs(judge, level="judge_id") if judge in per.index.get_level_values("judge_id") else None
+        right, n = total["sum"], total["count"]
+        if mine is not None:
+            right = right - mine["sum"].reindex(total.index, fill_value=0)
+            n = n - mine["count"].reindex(total.index, fill_value=0)
+        mean = right[n > 0] / n[n > 0]
+        out[judge] = set(mean.index[mean <= threshold])
+    return out
 
 
 def profile_all(
-    verdicts: pd.DataFrame,
+    verdicts: Rows,
     variants: pd.DataFrame,
     pairs: pd.DataFrame,
     config: ProfileConfig,
@@ -210,15 +294,20 @@ def profile_all(
             canonical=canonical,
             map_blocks=map_blocks,
         )
-    base = canonical[canonical["pair_id"].isin(main["pair_id"])]
+    # leave-one-out on the judgerEva pairs, among the judges (not the panel's consensus, which is built from
+    # them)
+    among = (
+        canonical["pair_id"].isin(main["pair_id"]).to_numpy() & ~is_panel(canonical["judge_id"]).to_numpy()
+    )
+    base = canonical.loc[among, ["pair_id", "judge_id", "presentation", "correct"]]
+    judges = sorted(base["judge_id"].unique())
+    chosen = hard_empirical_by_judge(base, judges)
+    del base
     per_judge = []
-    for judge in sorted(base["judge_id"].unique()):
-        if is_panel(pd.Series([judge])).iloc[0]:
-            continue  # a panel's consensus is built from the judges: leave-one-out does not apply
-        chosen = hard_empirical_pairs(base[~is_panel(base["judge_id"])], judge)
-        if chosen:
-            sub = main[main["pair_id"].isin(chosen)]
-            mine = base[base["judge_id"] == judge]
+    for judge in judges:
+        if chosen[judge]:
+            sub = main[main["pair_id"].isin(chosen[judge])]
+            mine = canonical[canonical["judge_id"] == judge]
             per_judge.append(profile(verdicts, variants, sub, config, HARD_EMPIRICAL, canonical=mine).rows)
     if per_judge:
         out[HARD_EMPIRICAL] = Profile(pd.concat(per_judge, ignore_index=True))
