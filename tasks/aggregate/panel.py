@@ -53,7 +53,7 @@ def canonical_votes(
 
     A vote's `task` and `item` are integer codes, numbered in the sorted order of the task names
     (`pair:presentation`) and pair ids, so every estimator sorts them as it would the names: at 100k pairs
-    × 12 judges the votes have 7.2M rows, and codes keep them at ~60 bytes a row."""
+    × 12 judges on every variant the votes have 7.2M rows, and codes keep them at ~60 bytes a row."""
     v = variants.set_index("variant_id")
     pair = v["pair_id"].astype(str)
     flip = pair.map(lambda p: _coin(seed, p))

@@ -45,8 +45,8 @@ class Profile:
     draws: pd.DataFrame = field(default_factory=pd.DataFrame)  # columns: (judge_id, condition)
 
 
-# the canonical frame's repeated labels as categories: at 100k pairs × 12 judges and 13 consensus methods it has
-# 12.6M rows, and one Arrow string column of them costs ~0.5 GB where its category codes cost 13 MB
+# the canonical frame's repeated labels as categories: at 100k pairs × 12 judges and 12 consensus methods it has
+# 12M rows, and one Arrow string column of them costs ~0.5 GB where its category codes cost 12 MB
 FROM_VARIANTS = ("presentation", "order", "gold_position")
 FROM_PAIRS = ("error_type", "domain")
 EDITS = ("edit_before", "edit_after")  # one value per pair, repeated on each of its rows
