@@ -122,3 +122,29 @@ def test_sources_on_s3_are_read_listed_and_fingerprinted_like_local_files(s3, tm
     assert source_fingerprint(config, dt.date(2026, 11, 16)) != before
     with pytest.raises(IngestError, match=rf"s3://{BUCKET}/sources/absent.jsonl: source file not found"):
         items(f"s3://{BUCKET}/sources/absent.jsonl", format="gsm8k")
+
+
+def test_an_inbox_on_s3_reads_the_week_s_dated_folders_like_a_local_one(s3):
+    """The weekly inbox at an s3:// prefix: the folders dated in the week are read (others and non-dated ones
+    are not), their files fingerprint the ingest stage, and a week with no folder is named."""
+    import json
+
+    from judgeops.config import EvaluateConfig, InboxSource
+    from judgeops.tasks.ingest import IngestError, inbox_files, ingest_items
+    from judgeops.tasks.stages import source_fingerprint
+
+    fs = fsspec.filesystem("s3")
+    root = f"s3://{BUCKET}/inbox"
+    for day, n in (("2026-11-10", 3), ("2026-11-16", 4), ("2026-11-20", 5), ("notes", 2)):
+        lines = [json.dumps({"question": f"{day}: {i} + 1?", "answer": str(i + 1)}) for i in range(n)]
+        fs.pipe(f"{BUCKET}/inbox/{day}/batch.jsonl", "\n".join(lines).encode())
+    source = InboxSource(root=root)
+    as_of = dt.date(2026, 11, 16)
+    files = inbox_files(source, as_of)
+    assert [str(f) for f in files] == [f"{root}/2026-11-10/batch.jsonl", f"{root}/2026-11-16/batch.jsonl"]
+    items = ingest_items([source], as_of=as_of).items
+    assert len(items) == 7 and items["question"].str.startswith(("2026-11-10", "2026-11-16")).all()
+    config = EvaluateConfig(sources=[source])
+    assert set(source_fingerprint(config, as_of)) == {str(f) for f in files}
+    with pytest.raises(IngestError, match="no inbox folder dated"):
+        inbox_files(source, dt.date(2026, 12, 7))

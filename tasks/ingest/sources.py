@@ -14,6 +14,7 @@ from judgeops.tasks.ingest.adapters import (
     identity_digest,
     read_file_source,
     read_generic,
+    source_path,
 )
 from judgeops.tasks.ingest.bank import GENERATORS, generate_bank, iter_bank
 from judgeops.tasks.ingest.bank import LICENSE as BANK_LICENSE
@@ -74,8 +75,9 @@ def bank_rows(source: BankSource, as_of: dt.date | None) -> Iterator[tuple]:
 
 
 def inbox_files(source: InboxSource, as_of: dt.date) -> list[Path]:
-    """The jsonl files of the week ending at as_of: <root>/<YYYY-MM-DD>/*.jsonl with the date in (as_of - days, as_of]."""
-    root = Path(source.root)
+    """The jsonl files of the week ending at as_of: <root>/<YYYY-MM-DD>/*.jsonl with the date in (as_of - days, as_of];
+    the root a local folder or any fsspec URL (s3://bucket/inbox)."""
+    root = source_path(source.root)
     if not root.is_dir():
         raise IngestError(f"{root}: inbox folder not found")
     first = as_of - dt.timedelta(days=source.days - 1)
@@ -91,7 +93,7 @@ def inbox_files(source: InboxSource, as_of: dt.date) -> list[Path]:
         raise IngestError(
             f"{root}: no inbox folder dated {first} to {as_of} (expected {root}/<YYYY-MM-DD>/*.jsonl)"
         )
-    return [path for folder in folders for path in sorted(folder.glob("*.jsonl"))]
+    return [path for folder in folders for path in sorted(folder.glob("*.jsonl"), key=str)]
 
 
 def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
