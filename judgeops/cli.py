@@ -173,7 +173,7 @@ def cmd_config(args) -> int:
 
 
 def cmd_deploy(args) -> int:
-    return api.deploy()
+    return api.deploy(notify=args.notify)
 
 
 def cmd_server(args) -> int:

@@ -382,3 +382,64 @@ def test_the_docker_and_kubernetes_work_pool_templates_create_pools(server_and_w
                 )
                 pool = client.read_work_pool(f"judgeops-{kind}")
                 assert pool.type == kind and pool.base_job_template == template
+
+
+def test_drift_events_reach_a_notification_block_through_the_automation(server_and_worker):
+    """`judgeops deploy --notify custom-webhook/judge-drift` makes the automation; a `judgeops.judge.drift`
+    event (as the recalibrate flow emits it) then reaches the block's webhook, a real HTTP server here, with
+    the judge and the metric in its message. An unknown block is named, not a traceback."""
+    import http.server
+    import json
+    import threading
+
+    env, api, log, user = server_and_worker
+    received: list[dict] = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the http.server name)
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    hook = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    try:
+        save = (
+            "from prefect.blocks.notifications import CustomWebhookNotificationBlock as B; "
+            f"B(name='judge drift', url='http://127.0.0.1:{hook.server_port}/hook', "
+            "json_data={'subject': '{{subject}}', 'text': '{{body}}'}).save('judge-drift', overwrite=True)"
+        )
+        subprocess.run([sys.executable, "-c", save], env=env, check=True, timeout=120)
+        judgeops = [str(BIN / "judgeops"), "deploy"]
+        missing = subprocess.run(
+            [*judgeops, "--notify", "custom-webhook/absent"],
+            cwd=user,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert missing.returncode != 0 and "no notification block 'custom-webhook/absent'" in missing.stderr
+        assert "Traceback" not in missing.stderr
+        made = subprocess.run(
+            [*judgeops, "--notify", "custom-webhook/judge-drift"],
+            cwd=user,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+        emit = (
+            "from judgeops.flows.recalibrate import emit_drift_events; emit_drift_events([{'judge': 'j-drifty', "
+            "'metric': 'fpr', 'before': 0.1, 'after': 0.35, 'week': '2026-11-16'}])"
+        )
+        deadline = time.time() + 120
+        subprocess.run([sys.executable, "-c", emit], env=env, check=True, timeout=120)
+        while not received and time.time() < deadline:
+            time.sleep(1)
+    finally:
+        hook.shutdown()
+    assert received, log.read_text()[-3000:]
+    assert "j-drifty" in received[0]["subject"] and "fpr went from 0.1 to 0.35" in received[0]["text"]

@@ -15,7 +15,7 @@ _MODULES = {
     "judgeops.api.runs": "Run evaluate get_run ingest listing load open_store recalibrate report runs sweep",
     "judgeops.api.votes": "Aggregated InputError aggregate aggregate_file parse_params",
     "judgeops.api.audit": "audit_apply audit_lines audit_propose",
-    "judgeops.api.operations": "OperationError backfill deploy open_cache prune_cache serve",
+    "judgeops.api.operations": "OperationError backfill deploy notify_on_drift open_cache prune_cache serve",
     "judgeops.api.drift": "simulate_drift",
     "judgeops.api.starter": "init starter_text",
     "judgeops.api.gates": "GateError parse_fail_under summary summary_lines",

@@ -61,14 +61,70 @@ def ensure_pool() -> None:
         raise OperationError(f"could not create work pool {POOL}: {created.stdout}{created.stderr}")
 
 
-def deploy(workdir: str | Path | None = None) -> int:
+def deploy(workdir: str | Path | None = None, notify: str | None = None) -> int:
     """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL. Their runs work in,
-    and resolve relative paths of the configuration against, `workdir` (default: the current folder)."""
+    and resolve relative paths of the configuration against, `workdir` (default: the current folder). With
+    `notify` (a notification block, "block-type/name"), drift events are routed to it (notify_on_drift)."""
     require_api()
     ensure_pool()
     workdir = Path(workdir or Path.cwd()).resolve()
     cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(deployments_file())]
-    return subprocess.call(cmd, cwd=workdir, env={**os.environ, WORKDIR_ENV: str(workdir)})
+    code = subprocess.call(cmd, cwd=workdir, env={**os.environ, WORKDIR_ENV: str(workdir)})
+    if code == 0 and notify:
+        notify_on_drift(notify)
+    return code
+
+
+DRIFT_EVENT = "judgeops.judge.drift"  # flows/recalibrate.py emits it per drifting judge and metric
+DRIFT_AUTOMATION = "judgeops: judge drift"
+
+
+def notify_on_drift(block: str) -> str:
+    """Create the automation that sends every `judgeops.judge.drift` event to the notification block `block`
+    ("block-type/name", e.g. slack-webhook/judge-drift, made in the UI's Blocks page or with the block class's
+    `.save()`), replacing the one an earlier call made for that block; returns its name."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.actions import SendNotification
+    from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+    from prefect.exceptions import ObjectNotFound
+
+    block_type, _, name = block.partition("/")
+    if not block_type or not name:
+        raise OperationError(f"--notify {block!r}: expected block-type/name, e.g. slack-webhook/judge-drift")
+    automation = f"{DRIFT_AUTOMATION} → {block}"
+    with get_client(sync_client=True) as client:
+        try:
+            document = client.read_block_document_by_name(name=name, block_type_slug=block_type)
+        except ObjectNotFound:
+            raise OperationError(
+                f"no notification block {block!r} on the server at {require_api()}: create it first (UI: Blocks)"
+            ) from None
+        for old in client.read_automations_by_name(automation):
+            client.delete_automation(old.id)
+        client.create_automation(
+            AutomationCore(
+                name=automation,
+                description="judgeops: a judge's error rates or agreement moved between weekly calibrations",
+                trigger=EventTrigger(
+                    expect={DRIFT_EVENT},
+                    match={"prefect.resource.id": "judgeops.judge.*"},
+                    posture=Posture.Reactive,
+                    threshold=1,
+                ),
+                actions=[
+                    SendNotification(
+                        block_document_id=document.id,
+                        subject="judgeops: judge {{ event.payload.judge }} drifted",
+                        body=(
+                            "{{ event.payload.judge }}: {{ event.payload.metric }} went from "
+                            "{{ event.payload.before }} to {{ event.payload.after }} "
+                            "(week {{ event.payload.week }})"
+                        ),
+                    )
+                ],
+            )
+        )
+    return automation
 
 
 def wait_for_api(api: str, process: subprocess.Popen, timeout_s: float = 180) -> bool:
