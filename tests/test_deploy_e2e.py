@@ -413,23 +413,15 @@ def test_drift_events_reach_a_notification_block_through_the_automation(server_a
             "json_data={'subject': '{{subject}}', 'text': '{{body}}'}).save('judge-drift', overwrite=True)"
         )
         subprocess.run([sys.executable, "-c", save], env=env, check=True, timeout=120)
-        judgeops = [str(BIN / "judgeops"), "deploy"]
-        missing = subprocess.run(
-            [*judgeops, "--notify", "custom-webhook/absent"],
-            cwd=user,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+
+        def deploy_notifying(block: str) -> subprocess.CompletedProcess:
+            cmd = [str(BIN / "judgeops"), "deploy", "--notify", block]
+            return subprocess.run(cmd, cwd=user, env=env, capture_output=True, text=True)
+
+        missing = deploy_notifying("custom-webhook/absent")
         assert missing.returncode != 0 and "no notification block 'custom-webhook/absent'" in missing.stderr
         assert "Traceback" not in missing.stderr
-        made = subprocess.run(
-            [*judgeops, "--notify", "custom-webhook/judge-drift"],
-            cwd=user,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        made = deploy_notifying("custom-webhook/judge-drift")
         assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
         emit = (
             "from judgeops.flows.recalibrate import emit_drift_events; emit_drift_events([{'judge': 'j-drifty', "
