@@ -77,8 +77,8 @@ def canonical_frame(verdicts: Rows, variants: pd.DataFrame, pairs: pd.DataFrame)
     sample of a judge with `max_pairs`), and a variant of them without a row becomes a missing verdict
     (counted wrong; the coverage stage reports a judge that lost every row of a pair). Rows: the verdicts in
     their order, then the grid's missing cells (every condition is a mean per pair, so the order does not
-    change a score; a cell's repeated verdicts keep theirs). `verdicts` may be a stream of row groups (schemas/stream.py): each
-    is reduced to positions and codes as it is read."""
+    change a score; a cell's repeated verdicts keep theirs). `verdicts` may be a stream of row groups
+    (schemas/stream.py): each is reduced to positions and codes as it is read."""
     variants = variants[variants["pair_id"].isin(pairs["pair_id"])].reset_index(drop=True)
     pair_at = pd.Index(pairs["pair_id"]).get_indexer(variants["pair_id"])  # each variant's pair, by position
     known = pd.Index(variants["variant_id"])
@@ -124,14 +124,12 @@ def canonical_frame(verdicts: Rows, variants: pd.DataFrame, pairs: pd.DataFrame)
             **{c: _codes(pairs[c], row_pair) for c in FROM_PAIRS},
         }
     )
-    # correct: the verdict names the gold position, looked up on the two columns' codes
+    # correct: the verdict names the gold position, looked up on the two columns' codes (−1, missing: the
+    # table's last row or column, never a match)
     gold = pd.Categorical(canonical["gold_position"])
-    same = np.zeros(
-        (len(verdict_names) + 1, len(gold.categories) + 1), dtype=bool
-    )  # code −1: the last row/col
-    same[:-1, :-1] = np.equal.outer(
-        np.asarray(verdict_names, dtype=object), np.asarray(gold.categories, dtype=object)
-    )
+    same = np.zeros((len(verdict_names) + 1, len(gold.categories) + 1), dtype=bool)
+    verdict_values = np.asarray(verdict_names, dtype=object)
+    same[:-1, :-1] = np.equal.outer(verdict_values, np.asarray(gold.categories, dtype=object))
     canonical["correct"] = same[v_codes, gold.codes]
     canonical["valid"] = canonical["verdict"].isin(["A", "B"])
     for column in (c for c in EDITS if c in pairs.columns):
