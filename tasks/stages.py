@@ -106,7 +106,7 @@ PROFILE = Stage(
         "variants": ("variant_id", "pair_id", "presentation", "order", "gold_position"),
         "pairs": ("pair_id", "error_type", "domain", "qc_flags", "edit_before", "edit_after"),
     },
-    # by row group: at 100k pairs × 12 judges, 4.8M verdicts and 7.8M consensus rows, of which the profile
+    # by row group: at 100k pairs × 12 judges, 4.8M verdicts and 7.2M consensus rows, of which the profile
     # keeps a few bytes a row (profiles.canonical_frame)
     streamed=("verdicts", "consensus"),
 )
