@@ -386,7 +386,7 @@ class ArtifactStore:
         self._check_hash(ref, hashlib.sha256(payload).hexdigest())
         return payload
 
-    def _parquet(self, name_or_ref: str | ArtifactRef, run_id: str | None) -> tuple[ArtifactRef, Any]:
+    def _parquet(self, name_or_ref: str | ArtifactRef, run_id: str | None) -> Any:
         """A verified table artifact's open file (the caller closes it), its schema version and schema checked."""
         ref = name_or_ref if isinstance(name_or_ref, ArtifactRef) else self.ref(name_or_ref, run_id)
         manifest = self.manifest(ref.name, ref.run_id)
@@ -405,14 +405,14 @@ class ArtifactStore:
                 f"artifact {ref.name!r} at {self.display_path(ref.path)}: stored schema differs from v{spec.version}:\n"
                 f"stored:   {stored}\nexpected: {spec.schema}"
             )
-        return ref, f
+        return f
 
     def read(
         self, name_or_ref: str | ArtifactRef, run_id: str | None = None, columns: Sequence[str] | None = None
     ) -> pa.Table:
         """Read a table artifact (only `columns`, when given), checking hash, schema version and schema: the
         file is read by column chunk, only the columns asked for."""
-        _, f = self._parquet(name_or_ref, run_id)
+        f = self._parquet(name_or_ref, run_id)
         with f:
             return pq.ParquetFile(f).read(columns=list(columns) if columns is not None else None)
 
@@ -425,7 +425,7 @@ class ArtifactStore:
     ) -> Iterator[pa.RecordBatch]:
         """A table artifact streamed by row group (the same checks as `read`): at most one row group's
         columns in memory at a time."""
-        _, f = self._parquet(name_or_ref, run_id)
+        f = self._parquet(name_or_ref, run_id)
         with f:
             cols = list(columns) if columns is not None else None
             yield from pq.ParquetFile(f).iter_batches(batch_size=batch_size, columns=cols)
