@@ -144,7 +144,8 @@ def _example_columns(artifact: str, cfg, df: pd.DataFrame) -> list[str]:
 
 @dataclass(frozen=True)
 class RowCheck:
-    """A rule GX cannot express, in Python: `problems(df)` gives each row's problems ('' when fine).
+    """A rule GX cannot express, in Python: `problems(df)` gives each row's problems ('' when fine), indexed
+    like `df`; it may leave out the rows that are fine.
 
     Shaped like a GX expectation configuration (type, kwargs, meta) so results read the same."""
 

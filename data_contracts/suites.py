@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-import numpy as np
 import pandas as pd
 from great_expectations import expectations as gxe
 
@@ -64,8 +63,9 @@ def _references(
     rule = f"{column} references {parent}.{parent_column}"
 
     def problems(df: pd.DataFrame) -> pd.Series:
+        # the failing rows only: a message (or "") for each of 4.8M verdicts was the judge stage's peak memory
         known = df[column].isna() | df[column].isin(values)
-        return pd.Series(np.where(known, "", f"{column} not in {parent}.{parent_column}"), index=df.index)
+        return pd.Series(f"{column} not in {parent}.{parent_column}", index=df.index[~known.to_numpy()])
 
     return [RowCheck(rule, problems, meta={**meta, "rule": rule}, kwargs={"column": column})]
 

@@ -56,10 +56,11 @@ def test_referential_integrity_uses_the_parent_artifact():
     variants = pd.DataFrame({"variant_id": ["v0", "v1"]})
     outcome = check_contract("verdicts", verdicts_frame(3), related={"variants": variants})
     assert not outcome.passed
-    assert any(
-        "variant_id references variants.variant_id" in f["expectation"] or "variant_id" in f["expectation"]
-        for f in outcome.stop_failures
-    )
+    (failure,) = outcome.stop_failures
+    assert failure["expectation"] == "variant_id references variants.variant_id"
+    assert failure["row_indices"] == [2]  # only the row whose variant is unknown, by position
+    assert "1 of 3 rows unexpected" in failure["summary"]
+    assert "variant_id not in variants.variant_id" in failure["summary"]
     assert check_contract("verdicts", verdicts_frame(2), related={"variants": variants}).passed
 
 
