@@ -42,6 +42,11 @@ class RecalibrateResult(BaseModel):
     filled: list[dict] = []  # earlier weeks filled first: {week, status, run_id, carried_from}
 
 
+# one event per drifting judge and metric; `judgeops deploy --notify` routes them to a notification block
+DRIFT_EVENT = "judgeops.judge.drift"
+JUDGE_RESOURCE = "judgeops.judge."  # + the judge's name: the event's resource
+
+
 def emit_drift_events(events: list[dict]) -> None:
     """A warning in the log and a Prefect event `judgeops.judge.drift` per drifting judge and metric."""
     for e in events:
@@ -54,9 +59,9 @@ def emit_drift_events(events: list[dict]) -> None:
             e["week"],
         )
         emit_event(
-            event="judgeops.judge.drift",
+            event=DRIFT_EVENT,
             resource={
-                "prefect.resource.id": f"judgeops.judge.{e['judge']}",
+                "prefect.resource.id": JUDGE_RESOURCE + e["judge"],
                 "prefect.resource.name": e["judge"],
             },
             payload=e,

@@ -75,7 +75,6 @@ def deploy(workdir: str | Path | None = None, notify: str | None = None) -> int:
     return code
 
 
-DRIFT_EVENT = "judgeops.judge.drift"  # flows/recalibrate.py emits it per drifting judge and metric
 DRIFT_AUTOMATION = "judgeops: judge drift"
 
 
@@ -87,6 +86,8 @@ def notify_on_drift(block: str) -> str:
     from prefect.events.actions import SendNotification
     from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
     from prefect.exceptions import ObjectNotFound
+
+    from judgeops.flows.recalibrate import DRIFT_EVENT, JUDGE_RESOURCE  # lazy: the flow's imports
 
     block_type, _, name = block.partition("/")
     if not block_type or not name:
@@ -107,7 +108,7 @@ def notify_on_drift(block: str) -> str:
                 description="judgeops: a judge's error rates or agreement moved between weekly calibrations",
                 trigger=EventTrigger(
                     expect={DRIFT_EVENT},
-                    match={"prefect.resource.id": "judgeops.judge.*"},
+                    match={"prefect.resource.id": JUDGE_RESOURCE + "*"},
                     posture=Posture.Reactive,
                     threshold=1,
                 ),
