@@ -412,10 +412,10 @@ def report(args, results: dict, judge: dict, stub: dict, sizes: dict) -> None:
     )
     print("| stage | wall s | peak MB, stage process | peak MB, largest child | peak MB, process tree |")
     print("|---|---|---|---|---|")
+    labels = {"judge": f"judge ({list(judge)[-1]})", BOTH: "aggregate + profile, one process"}
     for name in (*STAGES, BOTH):
         r = results[name]
         kids = max([v for k, v in r.items() if k.endswith("_mb") and k not in ("stage_mb", "tree_mb")] or [0])
-        labels = {"judge": f"judge ({list(judge)[-1]})", BOTH: "aggregate + profile, one process"}
         label = labels.get(name, name)
         print(f"| {label} | {r['wall_s']:.1f} | {r['stage_mb']:.0f} | {kids:.0f} | {r['tree_mb']:.0f} |")
     both = results[BOTH]
