@@ -83,6 +83,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_store_ls(args) -> int:
+    if args.run is not None:  # refused before the sweep opens the store
+        api.check_run_id(args.run)
     for line in api.sweep(_store_url(args)):  # a run whose process died says so, not "running" forever
         print(line)
     for title, columns, rows in api.listing(_store_url(args), args.run, args.all):

@@ -41,6 +41,8 @@ FAILURE_CAUSES = ("rate_limited", "server_error", "client_error", "timeout", "co
 COVERAGE_CAUSES = (*(f"n_{c}" for c in FAILURE_CAUSES), "n_missing")
 
 QUARANTINE_SUFFIX = "__quarantine"
+# the artifacts that are files, not tables (the report stage's pages)
+FILE_ARTIFACTS = ("report.html", "samples.html")
 # items.choices are lettered in order (choices[0] is option A); items.steps end with "The answer is <gold>."
 OPTION_LETTERS = "ABCDEFGHIJ"
 FINAL_CLAIM = "The answer is"

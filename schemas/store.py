@@ -37,6 +37,7 @@ from judgeops.data_contracts import ContractViolation
 from judgeops.data_contracts import check_contract as run_contract
 from judgeops.schemas import liveness
 from judgeops.schemas.artifacts import ArtifactSchema, base_name, schema_for
+from judgeops.schemas.names import check_component, check_relative
 from judgeops.schemas.stream import TableStream
 
 log = logging.getLogger(__name__)
@@ -153,13 +154,18 @@ class ArtifactStore:
 
     # -- paths ---------------------------------------------------------------------------------
     def _abs(self, rel: str) -> str:
-        return f"{self.root}/{rel}"
+        """The full path of `rel`, which must stay under the root once normalised (no `..`, no absolute path,
+        no URL): a name from outside (a run id, an index entry's path) never reaches a file beside the store."""
+        return f"{self.root}/{check_relative(rel)}"
 
     def _run_rel(self, run_id: str | None = None) -> str:
         run_id = run_id or self.run_id
         if not run_id:
             raise StoreError("this store handle is not bound to a run: pass run_id")
-        return f"runs/{run_id}"
+        return f"runs/{check_component(run_id, 'run id')}"
+
+    def _artifact_rel(self, name: str, suffix: str, run_id: str | None = None) -> str:
+        return f"{self._run_rel(run_id)}/{check_component(name, 'artifact name')}{suffix}"
 
     def absolute_url(self) -> str:
         """The store's URL as any process finds it: an absolute local path, or the URL of a remote store."""
@@ -265,7 +271,7 @@ class ArtifactStore:
         if check_contract and name == base_name(name):
             # zero-copy view for the contract: the columns stay Arrow arrays
             outcome = run_contract(name, table.to_pandas(types_mapper=pd.ArrowDtype), related=related or {})
-            self._put_json(f"{self._run_rel()}/{name}.validation.json", outcome.validation)
+            self._put_json(self._artifact_rel(name, ".validation.json"), outcome.validation)
             self.observer.contract_checked(outcome)
             if not outcome.passed and quarantine is not None and len(quarantine):
                 # the rows set aside are often why the contract broke (an unreadable file): keep them, say so
@@ -299,7 +305,7 @@ class ArtifactStore:
         # no pandas metadata: the same content gives the same bytes (and hash) whatever dtypes it came from
         pq.write_table(table.replace_schema_metadata(None), buf, row_group_size=ROW_GROUP)
         payload = buf.getvalue()
-        rel = f"{self._run_rel()}/{name}.parquet"
+        rel = self._artifact_rel(name, ".parquet")
         self._put_atomic(rel, payload)
         ref = ArtifactRef(
             name=name,
@@ -319,14 +325,14 @@ class ArtifactStore:
             "code_version": __version__,
             "created_at": _utcnow(),
         }
-        self._put_json(f"{self._run_rel()}/{name}.manifest.json", manifest)
+        self._put_json(self._artifact_rel(name, ".manifest.json"), manifest)
         return ref
 
     def write_file(
         self, name: str, payload: bytes, *, parents: Mapping[str, ArtifactRef] | None = None
     ) -> ArtifactRef:
         """A non-tabular artifact (the HTML report), with the same manifest and hash check."""
-        rel = f"{self._run_rel()}/{name}"
+        rel = self._artifact_rel(name, "")
         self._put_atomic(rel, payload)
         ref = ArtifactRef(
             name=name, run_id=self.run_id, path=rel, sha256=hashlib.sha256(payload).hexdigest(), rows=0
@@ -338,11 +344,11 @@ class ArtifactStore:
             "code_version": __version__,
             "created_at": _utcnow(),
         }
-        self._put_json(f"{self._run_rel()}/{name}.manifest.json", manifest)
+        self._put_json(self._artifact_rel(name, ".manifest.json"), manifest)
         return ref
 
     def manifest(self, name: str, run_id: str | None = None) -> dict:
-        rel = f"{self._run_rel(run_id)}/{name}.manifest.json"
+        rel = self._artifact_rel(name, ".manifest.json", run_id)
         if not self.fs.exists(self._abs(rel)):
             raise ArtifactNotFoundError(
                 f"artifact {name!r} not found in run {run_id or self.run_id} of store {self.url}"
@@ -350,7 +356,7 @@ class ArtifactStore:
         return self._get_json(rel)
 
     def exists(self, name: str, run_id: str | None = None) -> bool:
-        return self.fs.exists(self._abs(f"{self._run_rel(run_id)}/{name}.manifest.json"))
+        return self.fs.exists(self._abs(self._artifact_rel(name, ".manifest.json", run_id)))
 
     def ref(self, name: str, run_id: str | None = None) -> ArtifactRef:
         m = self.manifest(name, run_id)
@@ -456,7 +462,7 @@ class ArtifactStore:
     # -- stage reuse ---------------------------------------------------------------------------
     def find_stage_outputs(self, stage: str, key: str) -> dict[str, ArtifactRef] | None:
         """Outputs an earlier run recorded for this stage key, verified against their hashes."""
-        folder = self._abs(f"index/{stage}/{key}")
+        folder = self._abs(f"index/{check_component(stage, 'stage')}/{check_component(key, 'stage key')}")
         if not self.fs.exists(folder):
             return None
         for path in sorted(self.fs.ls(folder, detail=False), reverse=True):
@@ -494,7 +500,7 @@ class ArtifactStore:
 
     def record_stage_outputs(self, stage: str, key: str, refs: Mapping[str, ArtifactRef]) -> None:
         self._put_json(
-            f"index/{stage}/{key}/{self.run_id}.json",
+            f"index/{check_component(stage, 'stage')}/{check_component(key, 'stage key')}/{self.run_id}.json",
             {"outputs": {n: r.model_dump() for n, r in refs.items()}, "created_at": _utcnow()},
         )
 
@@ -596,7 +602,12 @@ class ArtifactStore:
         return len(found)
 
     def run_record(self, run_id: str | None = None) -> dict:
-        return self._get_json(f"{self._run_rel(run_id)}/run.json")
+        rel = f"{self._run_rel(run_id)}/run.json"
+        if not self.fs.exists(self._abs(rel)):
+            raise ArtifactNotFoundError(
+                f"no run {run_id or self.run_id} in store {self.url} (`judgeops store ls` lists its runs)"
+            )
+        return self._get_json(rel)
 
     def list_runs(self) -> list[dict]:
         """Run records, oldest first."""

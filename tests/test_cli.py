@@ -108,10 +108,11 @@ def test_run_report_and_store_commands(config_file, capsys, tmp_path):
 def test_store_show_of_a_missing_artifact_is_a_clear_error(capsys, tmp_path):
     from judgeops.schemas.store import ArtifactStore
 
-    store = ArtifactStore(str(tmp_path / "s"), "r1")
+    run_id = "2026-01-01_20260101T000000_00c0ff"
+    store = ArtifactStore(str(tmp_path / "s"), run_id)
     store.write_run_record({"status": "completed", "started_at": "2026-01-01"})
-    assert main(["--store", str(tmp_path / "s"), "store", "show", "verdicts", "--run", "r1"]) == 1
-    assert "artifact 'verdicts' not found in run r1" in capsys.readouterr().err
+    assert main(["--store", str(tmp_path / "s"), "store", "show", "verdicts", "--run", run_id]) == 1
+    assert f"artifact 'verdicts' not found in run {run_id}" in capsys.readouterr().err
     assert (
         main(["--store", str(tmp_path / "s"), "store", "show", "verdicts"]) == 1
     )  # the latest run that has it

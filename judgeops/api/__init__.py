@@ -12,7 +12,7 @@ Names resolve on first use (PEP 562), so `judgeops aggregate` does not load Pref
 import importlib
 
 _MODULES = {
-    "judgeops.api.runs": "Run evaluate get_run ingest listing load open_store recalibrate report runs sweep",
+    "judgeops.api.pipeline": "Run evaluate get_run ingest listing load open_store recalibrate report runs sweep",
     "judgeops.api.votes": "Aggregated InputError aggregate aggregate_file parse_params",
     "judgeops.api.audit": "audit_apply audit_lines audit_propose",
     "judgeops.api.operations": "OperationError backfill deploy notify_on_drift open_cache prune_cache serve",
@@ -20,6 +20,7 @@ _MODULES = {
     "judgeops.api.starter": "init starter_text",
     "judgeops.api.gates": "GateError parse_fail_under summary summary_lines",
     "judgeops.config": "ConfigError EvaluateConfig dump_config load_config",
+    "judgeops.schemas.names": "NameRefused check_run_id",
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names.split()}
 __all__ = sorted(_HOME)

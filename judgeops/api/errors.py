@@ -13,6 +13,7 @@ from judgeops.config import ConfigError
 from judgeops.data_contracts import ContractViolation
 from judgeops.flows.backfill import BackfillError
 from judgeops.flows.recalibrate import RecalibrationError
+from judgeops.schemas.names import NameRefused
 from judgeops.schemas.store import StoreError
 from judgeops.tasks.aggregate.scoring import InputError
 from judgeops.tasks.ingest import IngestError
@@ -30,6 +31,8 @@ def describe(exc: BaseException, command: str) -> tuple[int, str] | None:
     """(exit code, one-line message) for an error meant for the user; None for a bug (shown with traceback)."""
     if isinstance(exc, ConfigError | GateError):
         return 2, str(exc)
+    if isinstance(exc, NameRefused):  # a run id, artifact or other name that would leave the store
+        return 2, f"judgeops {command}: {exc}"
     if isinstance(exc, STOPPING) and command in ("run", "ingest", "recalibrate", "backfill"):
         return 1, f"judgeops {command} stopped: {exc}"
     if isinstance(exc, StoreError | OperationError):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeops.api.runs import Run
+from judgeops.api.pipeline import Run
 from judgeops.schemas.vocabulary import PANEL_PREFIX
 from judgeops.tasks.drift.calibrate import drift_events
 from judgeops.tasks.profile.profiles import BENCHMARK

@@ -14,6 +14,7 @@ from judgeops.flows.evaluate import evaluate as evaluate_flow
 from judgeops.flows.ingest import ingest as ingest_flow
 from judgeops.flows.observer import PrefectObserver
 from judgeops.flows.recalibrate import recalibrate as recalibrate_flow
+from judgeops.schemas.names import check_artifact_name, check_run_id
 from judgeops.schemas.store import ArtifactNotFoundError, ArtifactStore
 from judgeops.tasks.stages import write_report
 
@@ -115,7 +116,12 @@ def get_run(
     having: str | None = None,
 ) -> Run:
     """A run of the store; with no id, the latest completed run of `flow` (any flow if None) that has the
-    artifact `having` (an ingest run has no profiles)."""
+    artifact `having` (an ingest run has no profiles). A run id or artifact name that is not one is refused
+    (`NameRefused`) before the store is opened."""
+    if run_id is not None:
+        check_run_id(run_id)
+    if having is not None:
+        check_artifact_name(having)
     store = open_store(store_url)
     if run_id is None:
         done = [
@@ -172,6 +178,8 @@ def sweep(store_url: str | None = None) -> list[str]:
 def listing(store_url: str | None = None, run_id: str | None = None, every: bool = False) -> list[tuple]:
     """What `judgeops store ls` shows, as (title, columns, rows) tables: the runs, or a run's artifacts (each
     run's with `every`)."""
+    if run_id is not None:
+        check_run_id(run_id)
     store = open_store(store_url)
     runs = store.list_runs()
     if run_id is None and not every:
