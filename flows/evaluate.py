@@ -20,7 +20,6 @@ from judgeops.config import EvaluateConfig, config_for_run, panel_hint
 from judgeops.flows.clock import now, run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
-from judgeops.tasks.aggregate.registry import check_params
 from judgeops.tasks.log import logger
 from judgeops.tasks.runner import Refs
 from judgeops.tasks.stages import (
@@ -84,7 +83,6 @@ def evaluate(
     reuse: reuse stage outputs whose code, parameters and inputs are unchanged.
     """
     config = config_for_run(config, config_file)
-    check_params(config.aggregation.params)
     as_of, started = run_date(as_of), now()  # the run's one clock: stages are given these
     store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))

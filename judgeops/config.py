@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+import inspect
+import json
 import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from judgeops import plugins
 from judgeops.schemas.artifacts import BUILTIN_AGGREGATORS, DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS
@@ -410,6 +420,63 @@ class AggregationConfig(_Strict):
         description="keyword arguments per method, e.g. {wmv: {rule: log_odds}, care_tensor: {axis: leading}}",
     )
 
+    @field_validator("params")
+    @classmethod
+    def _params_fit(cls, params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for method, kwargs in params.items():
+            problem = aggregator_params_problem(method, kwargs)
+            if problem:
+                raise ValueError(f"{method}: {problem}")
+        return params
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """Whether `value` can stand where the constructor's `default` stands (any value where it is None)."""
+    if default is None or default is inspect.Parameter.empty:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, int | float):
+        return isinstance(value, int) if isinstance(default, int) else isinstance(value, int | float)
+    if isinstance(default, tuple | list):
+        return isinstance(value, tuple | list)
+    return isinstance(value, type(default))
+
+
+# A panel every built-in method fits (3 judges, both classes, label and score): a method's parameters are checked
+# by fitting it here when the config loads, so a bad value fails `judgeops config`, not the aggregate stage.
+_PROBE_PANEL = {
+    "task": [t for t in range(24) for _ in range(3)],
+    "worker": ["j1", "j2", "j3"] * 24,
+    "label": [("A", "B")[(t + w * (t % 3 == 0)) % 2] for t in range(24) for w in range(3)],
+    "score": [0.2 + 0.6 * ((t + w * (t % 3 == 0)) % 2 == 0) for t in range(24) for w in range(3)],
+}
+
+
+def aggregator_params_problem(method: str, kwargs: dict[str, Any]) -> str | None:
+    """Why `kwargs` do not make a working `method` estimator (an unknown keyword, a value its fit refuses on a
+    small panel), or None."""
+    import pandas as pd  # loaded only when a config sets parameters
+
+    estimator_class = plugins.load("aggregators", method)
+    accepted = inspect.signature(estimator_class).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        unknown = sorted(set(kwargs) - set(accepted))
+        if unknown:
+            return f"unknown parameter(s) {unknown} (it takes {sorted(accepted) or 'none'})"
+    for key, value in kwargs.items():  # the default's type is the parameter's (crowd-kit style constructors)
+        default = accepted[key].default if key in accepted else None
+        if not _same_kind(value, default):
+            return f"{key}: expected {type(default).__name__} like its default {default!r}, got {value!r}"
+    try:
+        estimator = estimator_class(**kwargs)
+        if hasattr(estimator, "classes") and getattr(estimator, "classes", None) is None:
+            estimator.classes = ("A", "B")
+        estimator.fit(pd.DataFrame(_PROBE_PANEL))
+    except (ValueError, TypeError, KeyError) as exc:
+        return f"the parameters {kwargs} do not fit: {exc}"
+    return None
+
 
 class Count(_Strict):
     hits: int = Field(ge=0)
@@ -553,13 +620,14 @@ class EvaluateConfig(_Strict):
     sharding: ShardingConfig = Field(default_factory=ShardingConfig)
     batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")
 
-    @model_validator(mode="after")
-    def _unique_judge_names(self) -> EvaluateConfig:
-        names = [j.name for j in self.judges]
+    @field_validator("judges")
+    @classmethod
+    def _unique_judge_names(cls, judges: list[JudgeConfig]) -> list[JudgeConfig]:
+        names = [j.name for j in judges]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"judge names must be unique; repeated: {dupes}")
-        return self
+        return judges
 
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> EvaluateConfig:
@@ -664,9 +732,12 @@ def _hint(err: dict) -> str:
 
 
 def parse_config(data: object, origin: str = "config") -> EvaluateConfig:
-    """Validate a parsed config; errors name each field, and never echo a value that may be a secret."""
+    """Validate a parsed config; errors name each field, and never echo a value that may be a secret. Types are
+    strict: a YAML `true` is no number and `"5"` no integer. The data goes through JSON on the way (in JSON mode
+    a strict date is still an ISO string and a tuple a list, as YAML and Prefect's parameters give them)."""
     try:
-        return EvaluateConfig.model_validate(data if data is not None else {})
+        text = json.dumps(data if data is not None else {}, default=str)
+        return EvaluateConfig.model_validate_json(text, strict=True)
     except ValidationError as exc:
         lines = [f"{origin}: invalid configuration ({exc.error_count()} problem(s))"]
         for err in exc.errors(include_input=True, include_url=False):
@@ -686,8 +757,10 @@ def load_config(path: str | Path | None = None) -> EvaluateConfig:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
+    if not path.is_file():
+        raise ConfigError(f"{path}: not a file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:  # the problem and where, never the line's text: it may hold a key
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -695,11 +768,34 @@ def load_config(path: str | Path | None = None) -> EvaluateConfig:
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if data is not None and not isinstance(data, dict):
+    if data is None:  # a user who thinks they configured a panel must not silently run the demo one
+        raise ConfigError(
+            f"{path}: the file is empty (no sections); `judgeops init` writes a starter, and without a "
+            "judgeops.yaml the embedded default is used"
+        )
+    if not isinstance(data, dict):
         raise ConfigError(
             f"{path}: expected a mapping of sections at the top level, got {type(data).__name__}"
         )
     return parse_config(data, str(path))
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str | int | float | bool | dt.date | None):
+                continue  # an unhashable key: the safe loader's own error names it
+            if key in seen:
+                shown = "a key" if _SECRET_VALUE.search(str(key)) else f"key {key!r}"  # a pasted key as a key
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{shown} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def dump_config(config: EvaluateConfig) -> str:

@@ -49,6 +49,14 @@ def check_frame(df: pd.DataFrame, kind: str, name: str, min_workers: int = 1) ->
     return used
 
 
+def check_iterations(n_iter: object, tol: object, name: str) -> None:
+    """An EM method's stopping parameters: iterations ≥ 0 (0: the initialisation only), a tolerance ≥ 0."""
+    if isinstance(n_iter, bool) or not isinstance(n_iter, int) or n_iter < 0:
+        raise ValueError(f"{name}: n_iter must be an integer ≥ 0, got {n_iter!r}")
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not tol >= 0:
+        raise ValueError(f"{name}: tol must be a number ≥ 0, got {tol!r}")
+
+
 def binary_classes(labels: pd.Series, classes: tuple[str, str] | None, name: str) -> tuple[str, str]:
     """The two classes of a binary method: given, or the sorted observed labels (an error if not two)."""
     seen = sorted(pd.unique(labels).tolist(), key=str)

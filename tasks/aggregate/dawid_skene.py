@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate._base import TIE, check_frame
+from judgeops.tasks.aggregate._base import TIE, check_frame, check_iterations
 
 
 class DawidSkene:
@@ -30,6 +30,7 @@ class DawidSkene:
         self.n_iter, self.tol = n_iter, tol
 
     def fit(self, data: pd.DataFrame) -> DawidSkene:
+        check_iterations(self.n_iter, self.tol, "DawidSkene")
         data = check_frame(data, "label", "DawidSkene")[["task", "worker", "label"]]
         tasks = pd.Index(sorted(data["task"].unique()), name="task")
         workers = pd.Index(sorted(data["worker"].unique()), name="worker")

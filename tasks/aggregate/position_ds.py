@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame
+from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame, check_iterations
 from judgeops.tasks.aggregate.consistency import shown_first
 from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote
 
@@ -70,6 +70,7 @@ class PositionDawidSkene(BinaryAggregator):
         one); without it, one is fitted here."""
         if self.init not in ("consistency", "mv"):
             raise ValueError(f"PositionDawidSkene: init must be 'consistency' or 'mv', got {self.init!r}")
+        check_iterations(self.n_iter, self.tol, "PositionDawidSkene")
         df = check_frame(df, "label", "PositionDawidSkene")
         classes = binary_classes(df["label"], self.classes, "PositionDawidSkene")
         df = df[df["label"].isin(classes)]

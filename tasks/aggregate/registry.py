@@ -38,12 +38,3 @@ def default_input(name: str) -> str:
 def get_aggregator(name: str, **params):
     """An unfitted estimator by name, e.g. get_aggregator("wmv", estimator="disagreement")."""
     return estimator_class(name)(**params)
-
-
-def check_params(params: dict[str, dict]) -> None:
-    """Every method's parameters build an estimator (a config check, run before any stage)."""
-    for name, kwargs in params.items():
-        try:
-            get_aggregator(name, **kwargs)
-        except TypeError as exc:
-            raise ValueError(f"aggregation.params.{name}: {exc}") from exc

@@ -16,7 +16,7 @@ CANARY = "sk-proj-judgeopsCanary0123456789abcdef"
         f"    api_key: {CANARY}\n",  # an unknown field (the config takes api_key_env / api_key_secret)
         f"    api_key_env: {CANARY}\n",  # the key where the variable's name belongs
         f"    headers: {{Authorization: Bearer {CANARY}}}\n",  # a mapping holding it
-        f"    model: {CANARY}\n    max_pairs: [{CANARY}]\n",  # a list holding it, beside a secret-looking model
+        f"    protocol: {CANARY}\n    max_pairs: [{CANARY}]\n",  # a list holding it, beside a secret-looking value
     ],
     ids=["an unknown api_key field", "in api_key_env", "in a mapping", "in a list"],
 )
