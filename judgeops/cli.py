@@ -170,7 +170,8 @@ def cmd_init(args) -> int:
 
 
 def cmd_config(args) -> int:
-    sys.stdout.write(api.dump_config(api.load_config(args.config)))
+    config = api.check_sources(api.load_config(args.config), args.config or "judgeops.yaml")
+    sys.stdout.write(api.dump_config(config))
     return 0
 
 

@@ -95,7 +95,8 @@ ItemFormat = Annotated[str, _installed("sources", GENERIC_FORMATS)]  # gsm8k, mm
 class FileSource(_Strict):
     """QA files of a known format, or jsonl/csv/parquet with a column mapping.
 
-    `path` is a file, a glob (`mmlu/*_test.csv`) or a folder (every file in it).
+    `path` is a file, a glob (`mmlu/*_test.csv`) or a folder: the files in it matching the format's glob
+    (`*.jsonl` for jsonl, gsm8k, medqa; `*.csv` for csv, mmlu, truthfulqa; `*.parquet`; tasks/ingest/adapters.py).
     Formats: gsm8k (question, answer with '#### final'); mmlu (csv without header: question, A-D,
     answer letter; the subject from the file name gives the domain); truthfulqa (Question, Best Answer,
     Correct Answers, Incorrect Answers); medqa (question, options {A..E}, answer_idx, answer); and

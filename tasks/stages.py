@@ -153,7 +153,7 @@ def source_fingerprint(config: EvaluateConfig, as_of: dt.date) -> dict[str, str]
             if isinstance(s, InboxSource):
                 files += inbox_files(s, as_of)
             elif getattr(s, "path", None):
-                files += expand_paths(s.path)
+                files += expand_paths(s.path, s.format)
         except IngestError:
             pass  # the stage itself reports the missing file or week
     out = {}

@@ -119,15 +119,15 @@ def test_store_show_of_a_missing_artifact_is_a_clear_error(capsys, tmp_path):
     assert "no completed run with artifact 'verdicts' in store" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_run_with_a_missing_source_file_stops_with_its_name(tmp_path):
+def test_run_with_a_missing_source_file_stops_before_it_starts_naming_the_field(tmp_path):
     config = tmp_path / "judgeops.yaml"
     config.write_text(
         f"sources:\n  - {{kind: file, path: {tmp_path}/absent.jsonl}}\nstore: {{url: {tmp_path}/store}}\n"
     )
     run = judgeops("--config", str(config), "run", cwd=tmp_path)
-    assert run.returncode == 1
-    assert f"judgeops run stopped: {tmp_path}/absent.jsonl: source file not found" in run.stderr
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert f"sources[0].path: {tmp_path}/absent.jsonl: source file not found" in run.stderr
+    assert not (tmp_path / "store").exists()  # no run was started
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from judgeops.api.sources import check_sources
 from judgeops.config import EvaluateConfig, JudgeConfig, load_config, parse_config, sources_from_specs
 from judgeops.flows import clock
 from judgeops.flows.evaluate import evaluate as evaluate_flow
@@ -58,7 +59,7 @@ def evaluate(
     """Run the evaluate flow (a config object, a judgeops.yaml path, or None for ./judgeops.yaml or the default).
     `max_cost` overrides the config's `cost.max_cost` (checked again: the hosted judges need prices); `limit`
     keeps at most that many items (a smoke run)."""
-    config = _config(config, store_url)
+    config = check_sources(_config(config, store_url), config if isinstance(config, str | Path) else None)
     config.sampling.limit = limit or config.sampling.limit
     if max_cost is not None:
         data = config.model_dump(mode="json")
@@ -77,10 +78,13 @@ def ingest(
 ) -> dict:
     """Read the sources into `items` (and `external_pairs`, `responses`): run id, paths, rows, summary.
     `sources` (`FORMAT:PATH [PATH ...]` each) replace the config's, `per_domain` its sampling."""
-    config = _config(config, store_url)
+    config_path, config = config, _config(config, store_url)
     items, pairwise = sources_from_specs(sources or [])
     config.sources, config.pairwise = items or config.sources, pairwise or config.pairwise
     config.sampling.per_domain = per_domain or config.sampling.per_domain
+    check_sources(
+        config, "--source" if sources else config_path if isinstance(config_path, str | Path) else None
+    )
     return ingest_flow(config=config, as_of=as_of)
 
 

@@ -5,7 +5,7 @@ from judgeops.tasks.ingest.adapters import IngestError, expand_paths, normalize_
 from judgeops.tasks.ingest.items import IngestResult, ingest_items, reject_frame, summary_table
 from judgeops.tasks.ingest.pairwise import ingest_pairwise
 from judgeops.tasks.ingest.responses import ingest_responses
-from judgeops.tasks.ingest.sources import inbox_files, week_mix
+from judgeops.tasks.ingest.sources import inbox_files, source_path_problems, week_mix
 
 __all__ = [
     "IngestError",
@@ -17,6 +17,7 @@ __all__ = [
     "ingest_responses",
     "normalize_text",
     "reject_frame",
+    "source_path_problems",
     "summary_table",
     "week_mix",
 ]

@@ -105,12 +105,48 @@ def source_path(location: str) -> Path:
     return UPath(location)
 
 
-def expand_paths(pattern: str) -> list[Path]:
-    """A file, a folder (its files) or a glob → sorted files, local or at an fsspec URL; none found is an
-    IngestError."""
+# What a folder given as a source path means: the files matching its format's glob (README, "Sources"); a file
+# that does not match is never read. A format without one here (a plugin's, unless its reader has a
+# `folder_glob` attribute) takes files or globs only.
+FOLDER_GLOBS = {
+    "jsonl": ("*.jsonl", "*.jsonl.gz"),
+    "csv": ("*.csv", "*.csv.gz"),
+    "parquet": ("*.parquet",),
+    "gsm8k": ("*.jsonl", "*.jsonl.gz"),
+    "mmlu": ("*.csv",),
+    "truthfulqa": ("*.csv",),
+    "medqa": ("*.jsonl", "*.jsonl.gz"),
+    "llmbar": ("*.json",),
+    "judgebench": ("*.jsonl", "*.jsonl.gz"),
+    "hh_rlhf": ("*.jsonl", "*.jsonl.gz"),
+}
+
+
+def folder_globs(fmt: str) -> tuple[str, ...]:
+    """The globs a folder of format `fmt` is read by (empty: a folder is refused)."""
+    if fmt in FOLDER_GLOBS:
+        return FOLDER_GLOBS[fmt]
+    glob_of = (
+        getattr(plugins.load("sources", fmt), "folder_glob", None)
+        if fmt in plugins.names("sources")
+        else None
+    )
+    return (glob_of,) if isinstance(glob_of, str) else tuple(glob_of or ())
+
+
+def expand_paths(pattern: str, fmt: str) -> list[Path]:
+    """A file, a folder (its files matching the format's glob, FOLDER_GLOBS) or a glob → sorted regular files,
+    local or at an fsspec URL. None found, a folder of a format without a glob, or something that is not a
+    regular file (a FIFO, a device: reading it could hang) is an IngestError naming the path."""
     p = source_path(pattern)
     if p.is_dir():
-        files = sorted((f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")), key=str)
+        globs = folder_globs(fmt)
+        if not globs:
+            raise IngestError(f"{pattern}: is a folder; format {fmt!r} reads files: give a file or a glob")
+        found = {f for g in globs for f in p.glob(g) if not f.name.startswith(".")}
+        files = sorted(found, key=str)
+        if not files:
+            raise IngestError(f"{pattern}: a folder with no {' or '.join(globs)} file (format {fmt!r})")
     elif any(ch in pattern for ch in "*?["):
         if "://" in pattern:
             files = [source_path(p.fs.unstrip_protocol(f)) for f in sorted(p.fs.glob(pattern))]
@@ -121,6 +157,10 @@ def expand_paths(pattern: str) -> list[Path]:
     missing = [f for f in files if not f.exists()]
     if missing or not files:
         raise IngestError(f"{missing[0] if missing else pattern}: source file not found")
+    for f in files:
+        if not f.is_file():  # is_file follows links and is False for a FIFO, a socket, a device
+            what = "a folder" if f.is_dir() else "not a regular file"
+            raise IngestError(f"{f}: {what}; a source reads regular files")
     return files
 
 
@@ -128,9 +168,16 @@ def file_size(path: Path) -> int:
     return path.stat().st_size
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def open_binary(path: Path):
-    """A source file for reading as bytes, local or remote, decompressed when its name ends in .gz (fsspec)."""
-    return fsspec.open(str(path), "rb", compression="gzip" if path.suffix == ".gz" else None).open()
+    """A source file for reading as bytes, local or remote, decompressed when it is gzip (its name ends in .gz,
+    or its first two bytes are gzip's magic number, whatever its name)."""
+    with fsspec.open(str(path), "rb") as fh:
+        gzipped = path.suffix == ".gz" or fh.read(2) == GZIP_MAGIC
+    return fsspec.open(str(path), "rb", compression="gzip" if gzipped else None).open()
 
 
 def iter_json_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
@@ -140,6 +187,8 @@ def iter_json_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
     try:
         with open_binary(path) as fh:
             for lineno, raw in enumerate(fh, start=1):
+                if lineno == 1:
+                    raw = raw.removeprefix(UTF8_BOM)  # an editor's byte-order mark is not part of the record
                 try:
                     record = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
@@ -180,8 +229,10 @@ def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | lis
     they sit in is quarantined naming its line, field and byte while reading goes on; a row the csv module
     refuses (a field over the size limit) is quarantined and the reader resumes at the next line."""
     with open_binary(path) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", errors="surrogateescape", newline="")
-        reader = csv.reader(text)
+        # utf-8-sig: a byte-order mark before the header is dropped (it would rename the first column)
+        text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="surrogateescape", newline="")
+        # strict: a stray or unterminated quote is an error (quarantined), not a field that swallows the next record
+        reader = csv.reader(text, strict=True)
         names = None
         start = 1
         while True:
@@ -190,7 +241,8 @@ def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | lis
             except StopIteration:
                 return
             except csv.Error as exc:
-                yield start, Reject(str(path), start, None, f"malformed CSV: {exc}")
+                span = f" (the record runs to line {reader.line_num})" if reader.line_num > start else ""
+                yield start, Reject(str(path), start, None, f"malformed CSV: {exc}{span}")
                 start = reader.line_num + 1
                 continue
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -284,6 +336,8 @@ def _text_problem(value, field: str, max_chars: int, numbers: bool = True) -> tu
     if value.__class__ is str:
         if len(value) > max_chars:
             return field, f"{len(value):,} characters, over the {max_chars:,} limit (max_text_chars)"
+        if "\x00" in value:  # an escaped \u0000 in JSON: no text holds one, and C-string tools truncate at it
+            return field, "contains a NUL character (U+0000)"
         return None
     if numbers and isinstance(value, int | float) and not isinstance(value, bool):
         return None
@@ -522,7 +576,7 @@ BUILTIN_READERS = (read_gsm8k, read_mmlu, read_truthfulqa, read_medqa)
 
 def read_file_source(src: FileSource) -> Iterator[ItemRow | Reject]:
     reader = None if src.format in GENERIC_FORMATS else plugins.load("sources", src.format)
-    for path in expand_paths(src.path):
+    for path in expand_paths(src.path, src.format):
         if file_size(path) == 0:
             raise IngestError(f"{path}: the file is empty")
         if reader is None:

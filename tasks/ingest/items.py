@@ -132,6 +132,26 @@ def ingest_items(
             "ingest: %d duplicates set aside, e.g. %s", len(dupes), dupes["quarantine_reason"].iloc[0]
         )
         items = items.loc[~duplicated]
+    # another question under an id already taken (two sources' `id_field`s overlap): the first keeps the id
+    taken = items["item_id"].duplicated(keep="first").to_numpy()
+    if taken.any():
+        first_at = items.drop_duplicates("item_id").set_index("item_id")["provenance"]
+        clashes = items.loc[taken]
+        clashes = clashes.assign(
+            quarantine_row=clashes["provenance"].str.extract(r":line (\d+)$")[0].astype("Int64"),
+            quarantine_rule="ingest:item_id",
+            quarantine_reason=[
+                f"{p}, field 'item_id': id {i!r} is already used by another question ({first_at[i]}); the first keeps it"
+                for p, i in zip(clashes["provenance"], clashes["item_id"], strict=True)
+            ],
+        )
+        log.warning(
+            "ingest: %d items set aside for a taken id, e.g. %s",
+            taken.sum(),
+            clashes["quarantine_reason"].iloc[0],
+        )
+        dupes = pd.concat([dupes, clashes], ignore_index=True)
+        items = items.loc[~taken]
     sampled = sample_per_domain(items, sampling or SamplingConfig())
     if rejects:
         log.warning("ingest: %d records quarantined, e.g. %s", len(rejects), rejects[0].message())

@@ -46,7 +46,7 @@ def _row(fmt: str, path: Path, line: int, question, a1, a2, gold: str, subset: s
 def read_llmbar(path: Path) -> Iterator[dict | Reject]:
     """A JSON list of {input, output_1, output_2, label}; label 1/2 (int or string) names the better output."""
     try:
-        records = json.loads(path.read_text(encoding="utf-8"))
+        records = json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a byte-order mark is not JSON
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise IngestError(f"{path}: not a readable JSON list ({exc})") from None
     if not isinstance(records, list):
@@ -131,7 +131,7 @@ READERS = {"llmbar": read_llmbar, "judgebench": read_judgebench, "hh_rlhf": read
 def ingest_pairwise(sources: list[PairwiseSource]) -> tuple[pd.DataFrame, list[Reject]]:
     rows, rejects = [], []
     for source in sources:
-        for path in expand_paths(source.path):
+        for path in expand_paths(source.path, source.format):
             n = 0
             for record in READERS[source.format](path):
                 (rejects if isinstance(record, Reject) else rows).append(record)

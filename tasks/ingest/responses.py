@@ -52,7 +52,7 @@ def check_against_gold(text: str, gold: str, choices: list[str] | None = None) -
 def read_responses(source: ResponsesSource) -> Iterator[dict | Reject]:
     mapping = FileSource(path=source.path, format=source.format)
     seen: dict[str, int] = {}
-    for path in expand_paths(source.path):
+    for path in expand_paths(source.path, source.format):
         for line, rec in _generic_records(path, mapping.format):
             if isinstance(rec, Reject):
                 yield rec

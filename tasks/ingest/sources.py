@@ -7,10 +7,11 @@ import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
-from judgeops.config import BankSource, FileSource, InboxSource
+from judgeops.config import BankSource, EvaluateConfig, FileSource, InboxSource
 from judgeops.tasks.ingest.adapters import (
     IngestError,
     Reject,
+    expand_paths,
     identity_digest,
     read_file_source,
     read_generic,
@@ -93,7 +94,7 @@ def inbox_files(source: InboxSource, as_of: dt.date) -> list[Path]:
         raise IngestError(
             f"{root}: no inbox folder dated {first} to {as_of} (expected {root}/<YYYY-MM-DD>/*.jsonl)"
         )
-    return [path for folder in folders for path in sorted(folder.glob("*.jsonl"), key=str)]
+    return [path for folder in folders for path in sorted(folder.glob("*.jsonl"), key=str) if path.is_file()]
 
 
 def inbox_rows(source: InboxSource, as_of: dt.date) -> Iterator[tuple | Reject]:
@@ -119,3 +120,22 @@ def source_rows(source, as_of: dt.date | None) -> Iterator[tuple | Reject]:
     if isinstance(source, InboxSource):
         return inbox_rows(source, as_of)
     return read_file_source(source)
+
+
+def source_path_problems(config: EvaluateConfig) -> list[str]:
+    """`<field>: <why>` for every configured source path that cannot be read (missing, a folder with no file
+    of its format, not a regular file), checked before a run starts; an inbox's weeks are checked by the run."""
+    sections = {"sources": config.sources, "pairwise": config.pairwise, "responses": config.responses}
+    problems = []
+    for section, sources in sections.items():
+        for i, source in enumerate(sources):
+            try:
+                if isinstance(source, InboxSource):
+                    if not source_path(source.root).is_dir():
+                        raise IngestError(f"{source.root}: inbox folder not found")
+                elif getattr(source, "path", None) is not None:
+                    expand_paths(source.path, source.format)
+            except (IngestError, OSError) as exc:
+                field = "root" if isinstance(source, InboxSource) else "path"
+                problems.append(f"{section}[{i}].{field}: {exc}")
+    return problems

@@ -101,3 +101,119 @@ def test_api_runs_is_callable_every_time(tmp_path):
 
     modules = {m.name for m in pkgutil.iter_modules(package.__path__)}
     assert not modules & set(package.__all__), "a module named like an API function shadows it once imported"
+
+
+# -- sources ------------------------------------------------------------------------------------------------
+
+
+def _ingest(*sources):
+    from judgeops.config import FileSource
+    from judgeops.tasks.ingest import ingest_items
+
+    return ingest_items([FileSource(**s) for s in sources])
+
+
+def test_a_folder_reads_only_the_files_of_its_format(tmp_path, monkeypatch):
+    import builtins
+
+    (tmp_path / "a.jsonl").write_text('{"question": "What is 1 + 1?", "answer": "2"}\n')
+    (tmp_path / "b.jsonl.gz").write_bytes(
+        __import__("gzip").compress(b'{"question": "What is 2 + 2?", "answer": "4"}\n')
+    )
+    (tmp_path / "uv-setuptools-1.lock").write_text("")  # what a /tmp holds: never opened
+    (tmp_path / "notes.txt").write_text("not a source")
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k))
+    result = _ingest({"path": str(tmp_path), "format": "jsonl"})
+    assert len(result.items) == 2 and len(result.quarantine) == 0
+    assert not [f for f in opened if f.endswith((".lock", ".txt"))]
+
+
+def test_a_folder_without_files_of_its_format_is_refused_by_name(tmp_path):
+    from judgeops.tasks.ingest import IngestError
+
+    (tmp_path / "x.lock").write_text("")
+    with pytest.raises(IngestError, match=f"{tmp_path}: a folder with no \\*.jsonl or \\*.jsonl.gz file"):
+        _ingest({"path": str(tmp_path), "format": "jsonl"})
+
+
+def test_a_fifo_is_refused_before_anything_reads_it(tmp_path):
+    import os
+
+    from judgeops.tasks.ingest import IngestError
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    with pytest.raises(IngestError, match="pipe.jsonl: not a regular file"):
+        _ingest({"path": str(fifo)})
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_byte_order_mark_loses_no_record(tmp_path, fmt):
+    path = tmp_path / f"qa.{fmt}"
+    body = (
+        '{"question": "What is 1 + 1?", "answer": "2"}\n{"question": "What is 2 + 2?", "answer": "4"}\n'
+        if fmt == "jsonl"
+        else 'question,answer\n"What is 1 + 1?",2\n"What is 2 + 2?",4\n'
+    )
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    result = _ingest({"path": str(path), "format": fmt})
+    assert len(result.items) == 2 and len(result.quarantine) == 0
+
+
+def test_an_escaped_nul_in_a_question_is_quarantined(tmp_path):
+    path = tmp_path / "qa.jsonl"
+    path.write_text(
+        '{"question": "What is 1\\u0000 + 1?", "answer": "2"}\n{"question": "Ok?", "answer": "3"}\n'
+    )
+    result = _ingest({"path": str(path)})
+    assert len(result.items) == 1
+    assert result.quarantine.iloc[0]["quarantine_reason"].endswith(
+        "field 'question': contains a NUL character (U+0000)"
+    )
+
+
+def test_a_gzip_file_is_read_whatever_its_name(tmp_path):
+    import gzip
+
+    path = tmp_path / "qa.jsonl"  # gzip inside, no .gz suffix
+    path.write_bytes(gzip.compress(b'{"question": "What is 1 + 1?", "answer": "2"}\n'))
+    result = _ingest({"path": str(path)})
+    assert len(result.items) == 1 and len(result.quarantine) == 0
+
+
+def test_an_unterminated_csv_quote_is_quarantined_not_merged_into_the_next_record(tmp_path):
+    path = tmp_path / "qa.csv"
+    path.write_text('question,answer\n"What is 1 + 1?,2\n"What is 2 + 2?",4\n"What is 3 + 3?",6\n')
+    result = _ingest({"path": str(path), "format": "csv"})
+    assert result.items["question"].tolist() == ["What is 3 + 3?"]
+    (reason,) = result.quarantine["quarantine_reason"]
+    assert reason.startswith(f"{path}, line 2: malformed CSV") and "the record runs to line 3" in reason
+
+
+def test_one_id_in_two_sources_quarantines_the_second_and_keeps_the_run(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"id": "x1", "question": "What is 1 + 1?", "answer": "2"}\n')
+    (tmp_path / "b.jsonl").write_text(
+        '{"id": "x1", "question": "What is 2 + 2?", "answer": "4"}\n{"id": "x2", "question": "Ok?", "answer": "5"}\n'
+    )
+    result = _ingest(
+        {"path": str(tmp_path / "a.jsonl"), "id_field": "id"},
+        {"path": str(tmp_path / "b.jsonl"), "id_field": "id"},
+    )
+    assert result.items["item_id"].tolist() == ["x1", "x2"]
+    (row,) = result.quarantine.to_dict("records")
+    assert row["quarantine_rule"] == "ingest:item_id" and row["quarantine_row"] == 1
+    assert "id 'x1' is already used by another question" in row["quarantine_reason"]
+
+
+def test_judgeops_config_names_a_missing_or_unreadable_source_path(tmp_path, capsys):
+    (tmp_path / "x.lock").write_text("")
+    config = tmp_path / "judgeops.yaml"
+    config.write_text(
+        f"sources:\n  - {{kind: file, path: {tmp_path}/absent.jsonl}}\n  - {{kind: file, path: {tmp_path}}}\n"
+    )
+    assert main(["--config", str(config), "config"]) == 2
+    err = capsys.readouterr().err
+    assert f"sources[0].path: {tmp_path}/absent.jsonl: source file not found" in err
+    assert f"sources[1].path: {tmp_path}: a folder with no *.jsonl" in err and "Traceback" not in err
