@@ -37,7 +37,17 @@ BUILTIN_AGGREGATORS = {
 
 # why a judge call gave no verdict (tasks/judges/coverage.py: failure_cause), counted per cause in `coverage`,
 # with the expected calls that have no row at all (n_missing)
-FAILURE_CAUSES = ("rate_limited", "server_error", "client_error", "timeout", "connection", "other_error")
+# protocol_error: an HTTP 2xx whose body is not a completion (not JSON, no choices): a broken endpoint, not a judge
+# that could not decide
+FAILURE_CAUSES = (
+    "rate_limited",
+    "server_error",
+    "client_error",
+    "timeout",
+    "connection",
+    "protocol_error",
+    "other_error",
+)
 COVERAGE_CAUSES = (*(f"n_{c}" for c in FAILURE_CAUSES), "n_missing")
 
 QUARANTINE_SUFFIX = "__quarantine"
@@ -203,7 +213,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "coverage",
-            4,
+            5,
             _s(
                 pa.field("judge_id", _STR, nullable=False),
                 pa.field("n_expected", pa.int64()),

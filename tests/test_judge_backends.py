@@ -112,24 +112,26 @@ def test_429_with_retry_after_waits_and_completes(server_factory, built, tmp_pat
     assert elapsed >= 3.0  # two waits of Retry-After: 1.5 s
 
 
-def test_malformed_json_and_empty_choices_are_unparsable_and_counted(server_factory, built, tmp_path):
+def test_malformed_json_and_empty_choices_are_protocol_errors_never_cached(server_factory, built, tmp_path):
     items, b = built
     variants = b["variants"]
-    marked = variants["text_a"].str.contains("answer is", regex=False)
-    assert marked.any()
     server = server_factory("--malformed-marker", "It ", "--empty-marker", "The ")
-    judge = http_judge(server.url)
+    judge = http_judge(server.url, max_retries=1, breaker_failures=10_000)  # counted, not stopped at
     verdicts = judge_all(built, judge, tmp_path / "cache.sqlite")
     bad = verdicts["error"].notna()
-    assert bad.any() and verdicts.loc[bad, "error"].str.startswith("unparsable: not a chat completion").all()
+    assert bad.any() and verdicts.loc[bad, "error"].str.startswith("transport: protocol: a 2xx reply").all()
     assert verdicts.loc[bad, "verdict"].isna().all()
     cov = coverage(verdicts, variants, [judge]).iloc[0]
-    assert cov["n_unparsable"] == bad.sum() and cov["n_answered"] == len(variants) - bad.sum()
-    assert cov["coverage"] < 1
-    # unparsable replies were paid for: cached (with the raw body), so a rerun sends nothing again
+    # a broken endpoint is an error by cause, not a judge that could not decide
+    assert cov["n_protocol_error"] == cov["n_error"] == bad.sum() and cov["n_unparsable"] == 0
+    assert cov["n_answered"] == len(variants) - bad.sum() and cov["coverage"] < 1
+    bodies = [e for e in server.entries() if e["status"] == 200]
+    assert len(bodies) == len(variants) + bad.sum()  # each failed call was retried once
+    # never cached: the rerun asks exactly the failed calls again (and the answered ones not at all)
     sent = len(server.entries())
-    judge_all(built, judge, tmp_path / "cache.sqlite")
-    assert len(server.entries()) == sent
+    again = judge_all(built, judge, tmp_path / "cache.sqlite")
+    assert len(server.entries()) - sent == 2 * bad.sum()
+    assert again["error"].notna().sum() == bad.sum()
 
 
 def test_a_refused_connection_is_not_cached_and_is_retried(built, tmp_path):

@@ -33,7 +33,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from judgeops.schemas.liveness import process_alive
-from judgeops.tasks.judges.calls import Reply
+from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Reply
+
+# errors that mean no reply came back: never stored, and never served where an older version stored them (it
+# recorded a body that was no completion as "unparsable: not a ...")
+NOT_A_REPLY = (TRANSPORT_FAILURE, "unparsable: not a chat completion", "unparsable: not a message")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -177,6 +181,8 @@ class CallCache:
                 chunk,
             )
             for key, text, probs, tokens, latency, raw, error, tokens_in, tokens_out in rows:
+                if error is not None and error.startswith(NOT_A_REPLY):
+                    continue  # a failure a cache written by an older version kept: asked again, never served
                 found[key] = Reply(
                     text,
                     json.loads(probs) if probs else None,
@@ -191,7 +197,8 @@ class CallCache:
         return found
 
     def put_many(self, backend: str, model: str, replies: dict[str, Reply]) -> int:
-        """Store the replies the backend produced (one transaction); transport failures are skipped."""
+        """Store the replies the backend produced (one transaction); failures (no reply came back, or a body
+        that is no reply) are never stored."""
         rows = [
             (
                 key,

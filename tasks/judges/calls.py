@@ -32,6 +32,10 @@ def token_estimate(request: Request) -> tuple[float, int]:
     return len(SYSTEM + request.prompt) / 4, request.max_tokens
 
 
+TRANSPORT_FAILURE = "transport: "  # no answer came back: never cached, retried on the rerun
+PROTOCOL_FAILURE = f"{TRANSPORT_FAILURE}protocol: "  # an answer that is not a completion (a broken endpoint)
+
+
 @dataclass
 class Reply:
     text: str | None = None
@@ -39,7 +43,8 @@ class Reply:
     tokens: int | None = None  # prompt + completion tokens, as the backend counted them
     latency_ms: float = 0.0
     raw: str | None = None  # the backend's response body (cached, for audits)
-    error: str | None = None  # "transport: ..." (never cached) or "unparsable: ..." (cached)
+    error: str | None = None  # "transport: ..." (never cached; "transport: protocol: ..." among them) or
+    # "unparsable: ..." (the model's own reply, with no verdict in it: cached)
     cached: bool = False
     tokens_in: int | None = None  # prompt tokens, where the backend reports them (priced apart)
     tokens_out: int | None = None  # completion tokens
@@ -47,7 +52,7 @@ class Reply:
 
     @property
     def transport_failure(self) -> bool:
-        return self.error is not None and self.error.startswith("transport")
+        return self.error is not None and self.error.startswith(TRANSPORT_FAILURE)
 
 
 @dataclass(frozen=True)

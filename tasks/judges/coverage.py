@@ -8,13 +8,14 @@ import pandas as pd
 
 from judgeops.config import JudgeConfig, Price
 from judgeops.schemas.artifacts import FAILURE_CAUSES
+from judgeops.tasks.judges.calls import PROTOCOL_FAILURE, TRANSPORT_FAILURE
 from judgeops.tasks.judges.cost import cost_columns
 from judgeops.tasks.judges.runner import select_subset
 
 
 def transport_failures(verdicts: pd.DataFrame) -> int:
     """Rows whose call never got an answer (timeouts, 5xx, refused connections): not cached, retried on rerun."""
-    return int(verdicts["error"].fillna("").str.startswith("transport").sum())
+    return int(verdicts["error"].fillna("").str.startswith(TRANSPORT_FAILURE).sum())
 
 
 _CONNECTION = (
@@ -29,13 +30,16 @@ _CONNECTION = (
 
 
 def failure_cause(error: str | None) -> str | None:
-    """Why a call gave no verdict, from its recorded error: unparsable (the server answered, not a
-    completion), rate_limited (429 after the retries), server_error (5xx), client_error (other 4xx),
-    timeout, connection (refused, dropped mid-body), other_error."""
+    """Why a call gave no verdict, from its recorded error: unparsable (the model answered, but no verdict can be
+    read in its reply), protocol_error (a 2xx whose body is not a completion, after the retries), rate_limited
+    (429 after the retries), server_error (5xx), client_error (other 4xx), timeout, connection (refused,
+    dropped mid-body), other_error."""
     if not error:
         return None
     if error.startswith("unparsable"):
         return "unparsable"
+    if error.startswith(PROTOCOL_FAILURE):
+        return "protocol_error"
     status = re.search(r"HTTP (\d{3})", error)
     if status:
         code = int(status.group(1))

@@ -217,3 +217,46 @@ def test_judgeops_config_names_a_missing_or_unreadable_source_path(tmp_path, cap
     err = capsys.readouterr().err
     assert f"sources[0].path: {tmp_path}/absent.jsonl: source file not found" in err
     assert f"sources[1].path: {tmp_path}: a folder with no *.jsonl" in err and "Traceback" not in err
+
+
+# -- failed judge calls ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_passing_provider_fault_is_never_made_permanent(server_factory, tmp_path, prefect_server, figure):
+    """HTTP 200 with a body that is no completion: counted as protocol errors, never cached, the judge stage
+    not reused; the rerun (the fault gone) asks exactly the failed calls again and completes."""
+    from judgeops.flows.evaluate import evaluate
+    from tests.conftest import http_judge, small_config
+
+    broken = server_factory("--malformed-marker", "Question", "--empty-marker", "Question")  # every prompt
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    judge = http_judge(broken.url, max_pairs=4, max_retries=0, breaker_failures=10_000)
+    config = config.model_copy(update={"judges": [*config.judges, judge]})
+    config.robustness.injection = False  # only the judge stage's 24 calls
+    first = evaluate(config=config, as_of=dt.date(2026, 11, 16))
+    cov = (
+        ArtifactStore(config.store.url, first.run_id)
+        .read_pandas("coverage")
+        .set_index("judge_id")
+        .loc["http"]
+    )
+    assert (
+        cov["coverage"] == 0 and cov["n_protocol_error"] == cov["n_error"] == 24 and cov["n_unparsable"] == 0
+    )
+    assert len(broken.entries()) == 24
+    healthy = server_factory()
+    fixed = config.model_copy(
+        update={"judges": [*config.judges[:-1], judge.model_copy(update={"base_url": healthy.url})]}
+    )
+    second = evaluate(config=fixed, as_of=dt.date(2026, 11, 16))
+    store = ArtifactStore(config.store.url, second.run_id)
+    cov = store.read_pandas("coverage").set_index("judge_id").loc["http"]
+    resent = len(healthy.entries()) - 24  # the servers share one request log
+    assert cov["coverage"] == 1.0 and resent == 24  # exactly the 24 failed calls, once each
+    assert store.manifest("verdicts").get("reused_from") is None
+    figure(
+        "judge server answering HTTP 200 with invalid JSON / empty choices (24 calls), then healthy",
+        "failures never cached; the rerun retries exactly the failed calls",
+        f"first run: 24 protocol errors, 0 cached; rerun sent {resent} calls, coverage {cov['coverage']:.2f}",
+    )

@@ -14,7 +14,7 @@ import re
 
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.backends.hosted import HostedBackend, params_with
-from judgeops.tasks.judges.calls import Call, Reply
+from judgeops.tasks.judges.calls import PROTOCOL_FAILURE, Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
 
 try:  # an extra: the error names the install command, not a missing module
@@ -79,15 +79,18 @@ class AnthropicBackend(HostedBackend):
 
 
 def parse_message(body: str) -> Reply:
-    """A 200 Messages response: the text blocks joined, and usage; anything else → unparsable."""
+    """A 200 Messages response: the text blocks joined, and usage. A body that is not a message is a protocol
+    failure (retried, never cached); a message with no text block is the model's own reply, unparsable."""
     try:
         data = json.loads(body)
         blocks = data["content"]
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        if data.get("type") != "message" or not any(b.get("type") == "text" for b in blocks):
-            raise ValueError("no text block")
+        if data.get("type") != "message":
+            raise ValueError("not a message")
     except (ValueError, KeyError, TypeError, AttributeError):
-        return Reply(raw=body[:4000], error=f"unparsable: not a message: {body[:80]!r}")
+        return Reply(error=f"{PROTOCOL_FAILURE}a 2xx reply that is not a message: {body[:80]!r}")
+    if not any(b.get("type") == "text" for b in blocks):
+        return Reply(raw=body[:4000], error=f"unparsable: a message with no text block: {body[:80]!r}")
     usage = data.get("usage") or {}
     tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
     return Reply(

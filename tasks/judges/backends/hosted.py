@@ -30,7 +30,7 @@ from prefect.blocks.system import Secret
 
 from judgeops.config import JudgeConfig
 from judgeops.tasks.judges.backends.base import JudgeBackendError
-from judgeops.tasks.judges.calls import Call, Reply, token_estimate
+from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply, token_estimate
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}  # 529: Anthropic's "overloaded"
 
@@ -265,14 +265,18 @@ class HostedBackend:
                 reply = self._parse(body, call)
                 reply.latency_ms = (time.perf_counter() - t0) * 1000
                 reply.notes = "; ".join(notes) or None
-                return reply
+                if not reply.transport_failure:
+                    return reply
+                last = reply.error.removeprefix(
+                    TRANSPORT_FAILURE
+                )  # a body that is no reply: retried like a 5xx
             if attempt >= self.judge.max_retries:
                 break
             backoff = min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)  # jittered exponential
             attempt += 1
             await asyncio.sleep(wait if wait is not None else backoff)
         return Reply(
-            error=f"transport: {last}",
+            error=f"{TRANSPORT_FAILURE}{last}",
             latency_ms=(time.perf_counter() - t0) * 1000,
             notes="; ".join(notes) or None,
         )

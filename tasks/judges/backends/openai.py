@@ -9,8 +9,8 @@ returned; a server that ignores the field still works (the protocol parses the t
 `max_completion_tokens`) for that model, and the call goes again.
 
 The raw body is read and parsed here rather than the SDK's typed object, so that a server's quirks (an
-empty `choices`, a body that is not JSON) become a counted "unparsable" verdict, and the body is cached
-for audits.
+empty `choices`, a body that is not JSON) become a protocol failure: retried like a 5xx, never cached, counted
+as `protocol_error` in coverage. A completion's body is cached for audits.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import os
 import openai
 
 from judgeops.tasks.judges.backends.hosted import HostedBackend, params_with
-from judgeops.tasks.judges.calls import Call, Reply
+from judgeops.tasks.judges.calls import PROTOCOL_FAILURE, Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
 
 RENAMES = {"max_tokens": "max_completion_tokens"}  # what a parameter is called on models that refuse it
@@ -123,13 +123,13 @@ def choice_probs(logprobs: dict | None, choices: tuple[str, ...]) -> dict[str, f
 
 
 def parse_completion(body: str, choices: tuple[str, ...]) -> Reply:
-    """A 200 response: text, choice probabilities and usage; malformed JSON or no choices → unparsable."""
+    """A 200 response: text, choice probabilities and usage; malformed JSON or no choices → a protocol failure."""
     try:
         data = json.loads(body)
         choice = data["choices"][0]
         text = choice["message"].get("content") or ""
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        return Reply(raw=body[:4000], error=f"unparsable: not a chat completion: {body[:80]!r}")
+        return Reply(error=f"{PROTOCOL_FAILURE}a 2xx reply that is not a chat completion: {body[:80]!r}")
     usage = data.get("usage") or {}
     return Reply(
         text=text,
