@@ -83,9 +83,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_store_ls(args) -> int:
-    if args.run is not None:  # refused before the sweep opens the store
-        api.check_run_id(args.run)
-    for line in api.sweep(_store_url(args)):  # a run whose process died says so, not "running" forever
+    for line in api.sweep(_store_url(args), args.run):  # a dead run says so, not "running" forever
         print(line)
     for title, columns, rows in api.listing(_store_url(args), args.run, args.all):
         _table(title, columns, rows)
@@ -170,8 +168,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_config(args) -> int:
-    config = api.check_sources(api.load_config(args.config), args.config or "judgeops.yaml")
-    sys.stdout.write(api.dump_config(config))
+    sys.stdout.write(api.dump_config(api.checked_config(args.config)))
     return 0
 
 

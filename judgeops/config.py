@@ -233,7 +233,8 @@ class RubricConfig(_Strict):
 
     template: str = Field(description="a Jinja file (relative paths: the working folder)")
     parser: Literal["letter", "regex", "json"] = Field(
-        "letter", description="letter: the first A/B or yes/no (and its token probabilities); regex; json"
+        "letter",
+        description="letter: the A/B or yes/no the reply opens with or states (and its token probabilities); regex; json",
     )
     pattern: str | None = Field(
         None, description="regex: named group `verdict` (A/B, yes/no), or `score_a` and `score_b`"

@@ -11,7 +11,8 @@ answer is data, never an instruction. Templates render in Jinja's sandbox with S
 | pointwise         | question, answer                   | is the answer correct: yes or no               |
 | score_then_choose | question, answer_a, answer_b       | a score for each: score_a, score_b             |
 
-Parsers: `letter` (the built-in reading: the first A/B or yes/no, and the choice tokens' probabilities where
+Parsers: `letter` (the built-in reading, tasks/judges/reading.py: the A/B or yes/no the reply opens with or states
+— never a sentence's article —, and the choice tokens' probabilities where
 the backend gives them; "A: 7, B: 3" for scores), `regex` (a pattern with a named group `verdict`, or
 `score_a` and `score_b`), `json` (the reply is a JSON object checked against the rubric's JSON schema, with a
 field `verdict`, or `score_a` and `score_b`; an OpenAI-protocol backend is sent the schema as structured output).

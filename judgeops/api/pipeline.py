@@ -162,9 +162,12 @@ def report(run_id: str | None = None, store_url: str | None = None, now: dt.date
     return store.display_path(ref.path)
 
 
-def sweep(store_url: str | None = None) -> list[str]:
+def sweep(store_url: str | None = None, run_id: str | None = None) -> list[str]:
     """Mark the runs whose process died as crashed (their temp files removed, the temporary Prefect server
-    they left stopped); one line per run marked now."""
+    they left stopped); one line per run marked now. `run_id`, the run a listing is about to show, is checked
+    first (`NameRefused`): nothing is opened for a name that is not a run id."""
+    if run_id is not None:
+        check_run_id(run_id)
     lines = []
     for r in open_store(store_url).sweep_crashed():
         swept = r["swept"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgeops.config import ConfigError, EvaluateConfig
+from judgeops.config import ConfigError, EvaluateConfig, load_config
 from judgeops.tasks.ingest import source_path_problems
 
 
@@ -20,3 +20,8 @@ def check_sources(config: EvaluateConfig, origin: str | Path | None = None) -> E
         ]
         raise ConfigError("\n".join(lines))
     return config
+
+
+def checked_config(path: str | Path | None = None) -> EvaluateConfig:
+    """`judgeops config`: the config loaded (./judgeops.yaml or the default without a path), its sources checked."""
+    return check_sources(load_config(path), path or "judgeops.yaml")

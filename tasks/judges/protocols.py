@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from judgeops.rubrics import Rubric
 from judgeops.tasks.judges import prompts
 from judgeops.tasks.judges.calls import Reply, Request
+from judgeops.tasks.judges.reading import read_letter, read_yes_no
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,6 @@ class Decision:
     error: str | None = None
 
 
-_LETTER = re.compile(r"^\W*(?:answer\s*)?\b([AB])\b", re.I)
-_WORD = re.compile(r"^\W*(yes|no)\b", re.I)
 _SCORES = re.compile(r"A\W{0,3}[:=]\s*(\d+(?:\.\d+)?).{0,40}?B\W{0,3}[:=]\s*(\d+(?:\.\d+)?)", re.I | re.S)
 
 
@@ -146,11 +145,13 @@ class Pairwise(_Rubricked):
             return read
         reply = replies[0]
         p_first = _share(reply.probs, "A", "B")
-        letter = _LETTER.match(reply.text or "")
+        letter = read_letter(
+            reply.text
+        )  # the verdict the reply opens with or states (tasks/judges/reading.py)
         if p_first is not None and not self.rationale:
             verdict = _by_p(p_first)  # a one-token read: the choice tokens decide, whatever token won
         elif letter:
-            verdict = letter.group(1).upper()
+            verdict = letter[0]
             p_first = p_first if p_first is not None else float(verdict == "A")
         elif p_first is not None:
             verdict = _by_p(p_first)
@@ -158,7 +159,7 @@ class Pairwise(_Rubricked):
             return _unparsable(reply.text)
         rationale = None
         if self.rationale and reply.text:
-            rationale = reply.text[letter.end() :].strip(" .:\n") if letter else reply.text.strip()
+            rationale = letter[1].strip(" .:\n") if letter else reply.text.strip()
         return Decision(verdict, p_first, rationale or None)
 
 
@@ -166,8 +167,8 @@ def _p_yes(reply: Reply) -> float | None:
     p = _share(reply.probs, "yes", "no")
     if p is not None:
         return p
-    word = _WORD.match(reply.text or "")
-    return None if word is None else float(word.group(1).lower() == "yes")
+    said = read_yes_no(reply.text)
+    return None if said is None else float(said)
 
 
 def _two_alone(first: Reply, second: Reply) -> Decision:
