@@ -7,7 +7,7 @@ import pytest
 from judgeops.config import JudgeConfig
 from judgeops.tasks.aggregate.panel import aggregate_panel
 from judgeops.tasks.judges.runner import judge_variants
-from judgeops.tasks.report.samples import marked_edit, render_samples, sample_records
+from judgeops.tasks.report.samples import VERDICT_COLUMNS, marked_edit, render_samples, sample_records
 from tests.browser import driver, needs_chromium
 
 JUDGES = [
@@ -80,5 +80,52 @@ def test_filter_open_a_pair_and_see_the_diff_in_headless_chromium(page):
             "BA",
         }
         assert len(browser.find_elements(By.CSS_SELECTOR, "#d-consensus tbody tr")) == 2
+    finally:
+        browser.quit()
+
+
+HOSTILE = "What is 1 + 1? <!--<script> </script><script>window.pwned = 1</script> & ]]> <b>"
+
+
+def _hostile_page(page, tmp_path):
+    """The module's records with hostile text in a question and a judge's rationale."""
+    import copy
+
+    records, _, _ = page
+    records = copy.deepcopy(records)
+    first = next(iter(records["pairs"]))
+    records["pairs"][first]["question"] = HOSTILE
+    records["rows"][0]["verdicts"][0][VERDICT_COLUMNS.index("rationale")] = HOSTILE
+    path = tmp_path / "samples.html"
+    path.write_text(render_samples(records, "run-1", HOSTILE), encoding="utf-8")
+    return records, path
+
+
+def test_no_text_can_change_how_the_page_parses(page, tmp_path):
+    import json
+    import re
+
+    records, path = _hostile_page(page, tmp_path)
+    html = path.read_text(encoding="utf-8")
+    data = re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S).group(1)
+    assert "<" not in data and ">" not in data and "&" not in data
+    assert json.loads(data) == records  # the same strings, read back
+    assert "<!--<script>" not in html and "<script>window.pwned" not in html  # the title is escaped too
+
+
+@needs_chromium
+def test_a_comment_opener_in_a_question_does_not_blank_the_viewer_in_chromium(page, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    records, path = _hostile_page(page, tmp_path)
+    browser = driver()
+    try:
+        browser.get(path.resolve().as_uri())
+        rows = browser.find_elements(By.CSS_SELECTOR, "#pairs tbody tr")
+        assert len(rows) == len(records["rows"]) > 0  # was 0: `<!--<script>` swallowed the rest of the page
+        assert browser.execute_script("return window.pwned === undefined")
+        first = next(i for i, r in enumerate(records["rows"]) if r["pair"] == next(iter(records["pairs"])))
+        rows[first].click()
+        assert browser.find_element(By.ID, "d-question").text == HOSTILE.strip()  # shown as text, not markup
     finally:
         browser.quit()

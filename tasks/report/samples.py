@@ -133,10 +133,15 @@ def sample_records(
     return {"method": method, "verdict_columns": VERDICT_COLUMNS, "pairs": texts, "rows": rows}
 
 
+JSON_IN_HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
 def render_samples(records: dict, run_id: str, title: str) -> str:
-    """The page: the records as embedded JSON (a `</` inside a text cannot end the script) and the viewer."""
+    """The page: the records as embedded JSON and the viewer. Every `<`, `>` and `&` in the JSON is written as a
+    \\u escape, so no text (a `</script>`, a `<!--<script>`, which would put the parser in its double-escaped
+    state and swallow the rest of the page) can change how the page parses; JSON.parse reads the same strings."""
     template = jinja2.Environment(autoescape=True).from_string(
         resources.files("judgeops.tasks.report").joinpath("samples.html.j2").read_text(encoding="utf-8")
     )
-    data = json.dumps(records, ensure_ascii=False).replace("</", "<\\/")
+    data = json.dumps(records, ensure_ascii=False).translate(JSON_IN_HTML)
     return template.render(run_id=run_id, title=title, data=data, n=len(records["rows"]))
