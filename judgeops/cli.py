@@ -8,7 +8,6 @@ after the command. Each command imports what it needs when it runs, so `judgeops
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import sys
@@ -28,13 +27,6 @@ for _setting in f"{_DEFAULTS} PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=1
     os.environ.setdefault(*_setting.split("="))
 
 console = Console()
-
-
-def _date(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
 
 
 def _table(title: str, columns: list[str], rows: list[list]) -> None:
@@ -198,13 +190,12 @@ def _cache_path(args) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The commands and their options are data (judgeops/commands.yaml), read into argparse here."""
     spec = yaml.safe_load((Path(__file__).parent / "commands.yaml").read_text(encoding="utf-8"))
-    types = {"date": _date, "int": int, "float": float}
 
     def add(parser: argparse.ArgumentParser, options: dict, suppress: bool = False) -> None:
         for flags, kwargs in options.items():
             kwargs = dict(kwargs or {})
             if "type" in kwargs:
-                kwargs["type"] = types[kwargs["type"]]
+                kwargs["type"] = api.OPTION_TYPES[kwargs["type"]]
             if suppress:  # a global option after the command: keep the value given before it otherwise
                 kwargs["default"] = argparse.SUPPRESS
             parser.add_argument(*flags.split(), **kwargs)

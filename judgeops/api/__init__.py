@@ -14,6 +14,7 @@ import importlib
 _MODULES = {
     "judgeops.api.pipeline": "Run evaluate get_run ingest listing load open_store recalibrate report runs sweep",
     "judgeops.api.sources": "check_sources checked_config",
+    "judgeops.api.arguments": "OPTION_TYPES",
     "judgeops.api.votes": "Aggregated InputError aggregate aggregate_file parse_params",
     "judgeops.api.audit": "audit_apply audit_lines audit_propose",
     "judgeops.api.operations": "OperationError backfill deploy notify_on_drift open_cache prune_cache serve",

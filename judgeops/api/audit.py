@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from judgeops.tasks.aggregate import audit, scoring
+from judgeops.tasks.aggregate.scoring import InputError
 
 
 def audit_propose(
@@ -41,6 +42,18 @@ def audit_apply(
     """The consensus refitted with the audited labels (the head chosen on the audit): predictions, summary."""
     votes = scoring.read_label_votes(votes_path)
     labels, weights = scoring.read_audit_labels(labels_path)
+    stray = sorted(set(labels.index) - set(votes["task"].astype(str)), key=str)
+    if stray:  # an audit of another panel, or a task id mistyped: it would be ignored in silence
+        raise InputError(
+            f"{labels_path}, field 'task': {len(stray)} audited task(s) that {votes_path} does not have, "
+            f"e.g. {stray[:3]}"
+        )
+    classes = sorted(set(votes["label"].dropna().astype(str)), key=str)
+    unknown = sorted(set(labels.astype(str)) - set(classes), key=str)
+    if unknown:
+        raise InputError(
+            f"{labels_path}, field 'label': {unknown[:5]} are not labels the votes use ({classes})"
+        )
     result = audit.refit(votes, labels, weights, method)
     out = result["labels"].rename("label").rename_axis("task").reset_index()
     summary = {"n_labels": result["n_labels"], "head": result["head"], "audit_accuracy": result["scores"]}

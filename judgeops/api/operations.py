@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -212,10 +213,20 @@ def backfill(
 
 
 def open_cache(path: str | Path) -> CallCache:
-    """The judge-call cache at `path`, a file or a postgresql:// URL (an OperationError if there is none)."""
-    if not is_database_url(path) and not Path(path).exists():
-        raise OperationError(f"no judge-call cache at {path}")
-    return _open_cache(path)
+    """The judge-call cache at `path`, a file or a postgresql:// URL (an OperationError if there is none, or if
+    the file is not one)."""
+    if is_database_url(path):
+        return _open_cache(path)
+    try:
+        found = Path(path).is_file()
+    except (OSError, ValueError):  # a NUL byte, a name too long
+        found = False
+    if not found:
+        raise OperationError(f"no judge-call cache at {str(path)[:200]!r}")
+    try:
+        return _open_cache(path)
+    except (sqlite3.DatabaseError, OSError) as exc:
+        raise OperationError(f"{path}: not a judge-call cache ({exc})") from None
 
 
 def prune_cache(

@@ -27,8 +27,14 @@ class InputError(ValueError):
 def read_table(path: str, what: str) -> pd.DataFrame:
     """A csv or parquet table, or an InputError that names the file in one line."""
     file = Path(path)
-    if not file.exists():
+    try:
+        found, regular = file.exists(), file.is_file()
+    except (OSError, ValueError):  # a NUL byte, a name too long for the filesystem
+        raise InputError(f"{what} file {str(path)[:120]!r}: not a usable path") from None
+    if not found:
         raise InputError(f"{what} file not found: {file}")
+    if not regular:  # a folder, a FIFO (reading it would wait for a writer), a device
+        raise InputError(f"{file}: the {what} file is not a regular file")
     if file.suffix not in (".csv", ".parquet"):
         raise InputError(f"{file}: expected a .csv or .parquet file")
     try:
