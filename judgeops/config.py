@@ -757,9 +757,13 @@ def load_config(path: str | Path | None = None) -> EvaluateConfig:
             return EvaluateConfig()
         path = "judgeops.yaml"
     path = Path(path)
-    if not path.exists():
+    try:
+        found, regular = path.exists(), path.is_file()
+    except (OSError, ValueError):  # a NUL byte, a name too long for the filesystem
+        raise ConfigError(f"{str(path)[:120]!r}: not a usable path for a config file") from None
+    if not found:
         raise ConfigError(f"{path}: config file not found")
-    if not path.is_file():
+    if not regular:  # a folder, a FIFO (reading it would wait for a writer)
         raise ConfigError(f"{path}: not a file")
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from judgeops.flows.ingest import ingest as ingest_flow
 from judgeops.flows.observer import PrefectObserver
 from judgeops.flows.recalibrate import recalibrate as recalibrate_flow
 from judgeops.schemas.names import check_artifact_name, check_run_id
-from judgeops.schemas.store import ArtifactNotFoundError, ArtifactStore
+from judgeops.schemas.store import ArtifactNotFoundError, ArtifactStore, StoreError
 from judgeops.tasks.stages import write_report
 
 
@@ -104,8 +105,24 @@ def recalibrate(
 def open_store(
     store_url: str | None = None, config: EvaluateConfig | str | Path | None = None
 ) -> ArtifactStore:
-    """The artifact store (of the URL, else of the config); it marks the runs whose process died as crashed."""
-    return ArtifactStore(store_url or _config(config).store.url, observer=PrefectObserver())
+    """The artifact store (of the URL, else of the config); it marks the runs whose process died as crashed. A
+    store that cannot be reached (no credentials, no such bucket) or a file where its folder should be is a
+    StoreError naming the URL."""
+    url = store_url or _config(config).store.url
+    try:
+        store = ArtifactStore(url, observer=PrefectObserver())
+        is_file = store.fs.isfile(store.root)
+        with contextlib.suppress(FileNotFoundError):  # a new store: nothing there yet
+            store.fs.ls(
+                store.root, detail=False
+            )  # what reaches the object store (isfile swallows its errors)
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a filesystem client's own errors (botocore's, fsspec's)
+        raise StoreError(f"store {url}: cannot be reached ({type(exc).__name__}: {exc})") from None
+    if is_file:
+        raise StoreError(f"store {url}: is a file, not a store's folder")
+    return store
 
 
 def runs(store_url: str | None = None) -> list[dict]:

@@ -136,6 +136,14 @@ def source_path_problems(config: EvaluateConfig) -> list[str]:
                 elif getattr(source, "path", None) is not None:
                     expand_paths(source.path, source.format)
             except (IngestError, OSError) as exc:
-                field = "root" if isinstance(source, InboxSource) else "path"
-                problems.append(f"{section}[{i}].{field}: {exc}")
+                problems.append(f"{section}[{i}].{_field(source)}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - an object store's client errors (no credentials, no bucket)
+                reason = f"cannot be reached ({type(exc).__name__}: {exc})"
+                problems.append(
+                    f"{section}[{i}].{_field(source)}: {getattr(source, 'path', None) or source.root}: {reason}"
+                )
     return problems
+
+
+def _field(source) -> str:
+    return "root" if isinstance(source, InboxSource) else "path"

@@ -260,3 +260,19 @@ def test_a_passing_provider_fault_is_never_made_permanent(server_factory, tmp_pa
         "failures never cached; the rerun retries exactly the failed calls",
         f"first run: 24 protocol errors, 0 cached; rerun sent {resent} calls, coverage {cov['coverage']:.2f}",
     )
+
+
+def test_a_store_that_cannot_be_reached_or_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "FSSPEC_S3_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    (tmp_path / "afile").write_text("x")
+    for url, says in [
+        (str(tmp_path / "afile"), "is a file, not a store's folder"),
+        ("s3://no-bucket/x", "cannot be reached"),
+    ]:
+        assert main(["--store", url, "store", "ls"]) == 1
+        err = capsys.readouterr().err
+        assert f"judgeops store: store {url}: {says}" in err and err.count("\n") == 1
