@@ -225,7 +225,15 @@ def main(argv: list[str] | None = None) -> int:
 
         quiet_tracebacks()
     try:
-        return args.fn(args)
+        if args.command not in ("run", "ingest", "recalibrate"):
+            return args.fn(args)
+        from judgeops.api.interrupts import signals_end_the_run
+
+        with signals_end_the_run():  # SIGINT and SIGTERM alike; the temporary Prefect server is stopped too
+            return args.fn(args)
+    except KeyboardInterrupt as exc:
+        print(f"judgeops {args.command}: {exc or 'interrupted by SIGINT'}; stopped", file=sys.stderr)
+        return 128 + getattr(exc, "signum", 2)
     except Exception as exc:
         from judgeops.api.errors import describe  # lazy: see quiet_tracebacks
 

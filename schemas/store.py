@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import logging
+import signal
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -81,6 +82,18 @@ def stable_hash(obj: Any) -> str:
 def new_run_id(as_of: dt.date) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     return f"{as_of.isoformat()}_{now}_{uuid.uuid4().hex[:6]}"
+
+
+def _cancelled(exc: BaseException) -> dict | None:
+    """The record of a run a signal stopped — Ctrl-C's KeyboardInterrupt, judgeops' Interrupted (SIGINT, SIGTERM;
+    api/interrupts.py) or Prefect's TerminationSignal inside a flow (its `signal`): cancelled, not failed."""
+    signum = getattr(exc, "signum", None) or getattr(exc, "signal", None)
+    if isinstance(signum, int) and not isinstance(signum, bool):
+        with contextlib.suppress(ValueError):
+            return {"status": "cancelled", "error": f"interrupted by {signal.Signals(signum).name}"}
+    if isinstance(exc, KeyboardInterrupt):
+        return {"status": "cancelled", "error": "interrupted by SIGINT"}
+    return None
 
 
 def _utcnow() -> str:
@@ -521,7 +534,8 @@ class ArtifactStore:
     @contextlib.contextmanager
     def recording(self, flow: str, as_of: dt.date, config: Any, done: str = "completed") -> Iterator[dict]:
         """The run record around a flow's body: "running" (with its owner process and a heartbeat), then
-        `done` (with what the body added to the yielded dict) or "failed" with the error. A process that dies
+        `done` (with what the body added to the yielded dict), "failed" with the error, or "cancelled" with the
+        signal that stopped it. A process that dies
         without either is found by `sweep_crashed` (every flow start and `judgeops store ls` run it)."""
         self.sweep_crashed()
         record = {
@@ -539,8 +553,11 @@ class ArtifactStore:
             with liveness.Heartbeat(beat):
                 yield extra
         except BaseException as exc:
+            ended = _cancelled(exc)  # a signal stopped it: not a failure
             try:
-                self.write_run_record({**record, "status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+                self.write_run_record(
+                    {**record, **(ended or {"status": "failed", "error": f"{type(exc).__name__}: {exc}"})}
+                )
             except StoreWriteError as again:  # the store is full or read-only: a later sweep marks it
                 log.warning("run %s: could not record its failure: %s", self.run_id, again)
             raise
@@ -561,7 +578,10 @@ class ArtifactStore:
         for record in self.list_runs():
             if record.get("status") == "crashed":
                 on_record.append(record)
-            if record.get("status") != "running" or liveness.run_alive(record) is not False:
+            if record.get("status") != "running":
+                self._stop_server_left_by(record)
+                continue
+            if liveness.run_alive(record) is not False:
                 continue
             run_id, who = record["run_id"], record["owner"]
             removed = self._remove_temp_files(run_id)
@@ -590,6 +610,17 @@ class ArtifactStore:
                     {**record, "swept": {**record["swept"], "prefect_state": "crashed"}}, record["run_id"]
                 )
         return swept
+
+    def _stop_server_left_by(self, record: dict) -> None:
+        """A finished run (failed, cancelled) whose process is gone but whose temporary Prefect server is not:
+        stop the server (once; the record says so)."""
+        server = (record.get("prefect") or {}).get("temporary_server")
+        if not server or record.get("server_stopped_at") or liveness.run_alive(record) is not False:
+            return
+        if liveness.stop_orphan_server(server):
+            log.warning("run %s: stopped the temporary Prefect server it left running", record["run_id"])
+            with contextlib.suppress(StoreWriteError):
+                self.write_run_record({**record, "server_stopped_at": _utcnow()}, record["run_id"])
 
     def _remove_temp_files(self, run_id: str) -> int:
         """The `*.tmp-*` files a killed writer of `run_id` left (its folder and its index entries)."""

@@ -276,3 +276,37 @@ def test_a_store_that_cannot_be_reached_or_is_a_file_is_one_line(tmp_path, capsy
         assert main(["--store", url, "store", "ls"]) == 1
         err = capsys.readouterr().err
         assert f"judgeops store: store {url}: {says}" in err and err.count("\n") == 1
+
+
+def test_the_sweep_stops_the_server_a_failed_or_cancelled_run_left(tmp_path):
+    import subprocess
+    import sys
+
+    import psutil
+
+    from judgeops.schemas import liveness
+
+    # stands in for a temporary Prefect server: the sweep stops only a process whose command line says it is one
+    fake = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", liveness.PREFECT_SERVER_APP]
+    )
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        store = ArtifactStore(str(tmp_path / "store"), "2026-01-01_20260101T000000_abcdef")
+        server = {"pid": fake.pid, "pid_started": liveness.process_started(fake.pid)}
+        owner = {"host": liveness.owner()["host"], "pid": dead.pid, "pid_started": 1.0}
+        store.write_run_record(
+            {
+                "status": "cancelled",
+                "error": "interrupted by SIGINT",
+                "owner": owner,
+                "prefect": {"temporary_server": server},
+            }
+        )
+        store.sweep_crashed()
+        fake.wait(timeout=10)
+        assert not psutil.pid_exists(fake.pid) or psutil.Process(fake.pid).status() == psutil.STATUS_ZOMBIE
+        assert store.run_record()["server_stopped_at"] and store.run_record()["status"] == "cancelled"
+    finally:
+        fake.kill()

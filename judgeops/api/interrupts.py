@@ -1,0 +1,77 @@
+"""A run stopped by a signal: SIGINT (Ctrl-C) and SIGTERM end a command that runs a flow the same way — the
+run recorded as cancelled with the signal's name, every process it started stopped, one line, and exit
+128 + the signal's number.
+
+The temporary Prefect API server a CLI run uses (Prefect's SubprocessASGIServer, started on the first client
+call) is started here first, in a session of its own. A terminal's Ctrl-C goes to its whole foreground process
+group: a server that died with it left the flow retrying a dead API for minutes, and one that outlived a
+SIGTERM was left running. Prefect has no setting for either, so its Popen gets `start_new_session` for that one
+call, and the server is stopped here when the command ends (Prefect's own atexit stop stays as a backstop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import signal
+import subprocess
+from collections.abc import Iterator
+
+
+class Interrupted(KeyboardInterrupt):
+    """The command was sent SIGINT or SIGTERM (a KeyboardInterrupt, so Prefect and the store treat both alike)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _raise(signum: int, frame) -> None:
+    raise Interrupted(signum)
+
+
+def _temporary_server():
+    """Prefect's temporary API server, started in its own session; None where an API URL is configured."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return None
+    from prefect.server.api import server as module
+
+    server = module.SubprocessASGIServer()  # the instance every Prefect client of this process then uses
+    if not server.running:
+        popen = module.subprocess.Popen
+        module.subprocess.Popen = functools.partial(subprocess.Popen, start_new_session=True)
+        try:
+            server.start()
+        finally:
+            module.subprocess.Popen = popen
+    return server
+
+
+@contextlib.contextmanager
+def signals_end_the_run() -> Iterator[None]:
+    """SIGINT and SIGTERM raise Interrupted in the main thread; the temporary Prefect server is this block's."""
+    previous = {s: signal.signal(s, _raise) for s in (signal.SIGINT, signal.SIGTERM)}
+    server = None
+    try:
+        server = _temporary_server()
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if server is not None:
+            _drain_then_stop(server)
+
+
+def _drain_then_stop(server) -> None:
+    """Send the logs and events still queued for the API (else their workers report a dead API at exit), then
+    stop the server."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        with contextlib.suppress(Exception):  # noqa: BLE001 - best effort, bounded: the run has ended
+            worker.drain_all(timeout=5)
+    with contextlib.suppress(Exception):  # noqa: BLE001 - Prefect's own atexit stop tries again
+        server.stop()

@@ -1,0 +1,65 @@
+"""`judgeops run` stopped by a signal — Ctrl-C (SIGINT to the whole foreground process group, as a terminal sends
+it) or SIGTERM (a service manager, `kill`): the run is recorded as cancelled with the signal's name, the temporary
+Prefect server it started is stopped, one line and no traceback, exit 128 + the signal's number."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from judgeops.config import dump_config
+from tests.conftest import small_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def test_a_signalled_run_is_cancelled_and_leaves_no_process_behind(tmp_path, signum, figure):
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "judgeops.cli", "run"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"},
+    )
+    runs, deadline = tmp_path / "store" / "runs", time.monotonic() + 300
+    while not list(runs.glob("*/items.manifest.json")):  # the flow is past its first stage
+        assert run.poll() is None, run.stdout.read()
+        assert time.monotonic() < deadline, "the run never got going"
+        time.sleep(0.2)
+    (folder,) = runs.iterdir()
+    server = json.loads((folder / "run.json").read_text())["prefect"]["temporary_server"]
+    assert server and psutil.pid_exists(server["pid"])
+    if signum == signal.SIGINT:
+        os.killpg(run.pid, signum)  # Ctrl-C: every process of the foreground group gets it
+    else:
+        os.kill(run.pid, signum)
+    sent = time.monotonic()
+    out = run.communicate(timeout=120)[0]
+    took = time.monotonic() - sent
+    name = signal.Signals(signum).name
+    assert run.returncode == 128 + signum, out[-2000:]
+    assert "Traceback" not in out and f"judgeops run: interrupted by {name}; stopped" in out.splitlines()[-1]
+    record = json.loads((folder / "run.json").read_text())
+    assert record["status"] == "cancelled" and record["error"] == f"interrupted by {name}"
+    alive = (
+        psutil.pid_exists(server["pid"]) and psutil.Process(server["pid"]).status() != psutil.STATUS_ZOMBIE
+    )
+    assert not alive, "the temporary Prefect server outlived the run"
+    assert took < 60
+    figure(
+        f"`judgeops run` sent {name} after its ingest stage",
+        "recorded cancelled with the signal; temporary Prefect server stopped; one line, exit 128 + signal",
+        f"exit {run.returncode} after {took:.1f} s; status {record['status']}; server left running: 0",
+    )
