@@ -299,7 +299,16 @@ class JudgeConfig(_Strict):
     max_concurrency: int = Field(4, ge=1, le=1024, description="requests in flight at once")
     requests_per_minute: float | None = Field(None, gt=0, description="token-bucket request rate limit")
     tokens_per_minute: float | None = Field(None, gt=0, description="token-bucket token rate limit")
-    timeout_s: float = Field(60.0, gt=0, description="per-call timeout")
+    timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="per-call deadline: the whole reply within this many seconds (a slow trickle too)",
+    )
+    max_reply_bytes: int = Field(
+        4_000_000,
+        ge=1024,
+        description="a reply body larger than this is refused unread (counted as a protocol error)",
+    )
     max_retries: int = Field(5, ge=0, le=20, description="retries of 429/5xx/timeouts/connection errors")
     rate_limit_wait_s: float = Field(
         600.0,

@@ -249,7 +249,40 @@ class Handler(BaseHTTPRequestHandler):
             content = message(seen, body, text, prompt)
         else:
             content = completion(seen, body, text, probs, prompt)
+        if srv.opts.huge_mb:
+            content["padding"] = "x" * int(srv.opts.huge_mb * 2**20)
+        if seen <= srv.opts.trickle:
+            return self._trickle(json.dumps(content).encode(), srv.opts.trickle_s, prompt)
         self._send(200, json.dumps(content).encode(), {}, prompt)
+
+    def _trickle(self, payload: bytes, every_s: float, prompt: str) -> None:
+        """A slow reader's nightmare: the headers at once, then the body one byte every `every_s` seconds (outside
+        the server's lock; logged first, as status 200 with `trickled`), until the client gives up."""
+        with open(self.server.opts.log, "a", encoding="utf-8") as f:
+            f.write(
+                json.dumps(
+                    {
+                        "sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+                        "prompt": prompt[:60],
+                        "status": 200,
+                        "trickled": True,
+                        "t": time.time(),
+                        "path": self.path,
+                    }
+                )
+                + "\n"
+            )
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            for i in range(len(payload)):
+                self.wfile.write(payload[i : i + 1])
+                self.wfile.flush()
+                time.sleep(every_s)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _error(self, kind: str, message: str) -> bytes:
         if self._anthropic:
@@ -402,6 +435,11 @@ def main() -> None:
     parser.add_argument("--stall", type=int, default=0)
     parser.add_argument("--stall-s", type=float, default=0.0)
     parser.add_argument("--drop", type=int, default=0)
+    parser.add_argument("--trickle", type=int, default=0)  # the first N answers: one byte every --trickle-s
+    parser.add_argument("--trickle-s", type=float, default=0.5)
+    parser.add_argument(
+        "--huge-mb", type=float, default=0.0
+    )  # every completion padded to this size (valid JSON)
     parser.add_argument("--obey-injection", action="store_true")
     parser.add_argument("--reasoning-models", default="")
     parser.add_argument("--no-structured-output", action="store_true")

@@ -164,3 +164,46 @@ def test_what_cannot_be_answered_is_counted_by_cause(built, tmp_path, fault, fig
         f"{column} = {int(cov[column])} of {int(cov['n_expected'])}; answered {int(cov['n_answered'])}; "
         "0 unaccounted",
     )
+
+
+def test_a_reply_that_trickles_meets_the_calls_deadline(built, tmp_path, figure):
+    """One byte every 0.5 s: the SDK's per-read timeout never fires; the call's total deadline does, and the
+    call counts as a timeout (retried, then given up) instead of holding the stage forever."""
+    server = ServerProcess(tmp_path / "requests.jsonl", "--trickle", "100000", "--trickle-s", "0.5")
+    try:
+        t0 = time.monotonic()
+        verdicts, cov, _ = _run(built, _judge(server.url, timeout_s=1.5, max_retries=1), tmp_path, n=4)
+        took = time.monotonic() - t0
+    finally:
+        server.stop()
+    assert cov["n_timeout"] == cov["n_expected"] == cov["n_error"] == len(verdicts)
+    assert verdicts["error"].str.contains("the call's deadline").all()
+    figure(
+        "judge server trickling its reply at one byte every 0.5 s (4 calls, timeout_s 1.5, 1 retry)",
+        "each call ends at its deadline and counts as a timeout",
+        f"{int(cov['n_timeout'])} of {int(cov['n_expected'])} timed out in {took:.1f} s",
+    )
+    assert took < 30
+
+
+def test_a_huge_reply_is_refused_unread_and_never_cached(built, tmp_path, figure):
+    import psutil
+
+    from judgeops.tasks.judges.cache import open_cache
+
+    server = ServerProcess(tmp_path / "requests.jsonl", "--huge-mb", "50")
+    rss = psutil.Process().memory_info().rss
+    try:
+        verdicts, cov, _ = _run(built, _judge(server.url, max_reply_bytes=1_000_000), tmp_path, n=12)
+    finally:
+        server.stop()
+    grew = (psutil.Process().memory_info().rss - rss) / 2**20
+    assert cov["n_protocol_error"] == cov["n_expected"] == cov["n_error"]
+    assert verdicts["error"].str.contains("a reply over 1,000,000 bytes").all()
+    with open_cache(tmp_path / "c.sqlite") as cache:
+        assert sum(r["calls"] for r in cache.stats()) == 0
+    figure(
+        "judge server answering 50 MB bodies (12 calls, max_reply_bytes 1 MB)",
+        "refused unread, counted as protocol errors, nothing cached",
+        f"{int(cov['n_protocol_error'])} of {int(cov['n_expected'])} refused; cache rows 0; RSS grew {grew:.0f} MB",
+    )

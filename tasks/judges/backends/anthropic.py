@@ -13,7 +13,7 @@ import json
 import re
 
 from judgeops.tasks.judges.backends.base import JudgeBackendError
-from judgeops.tasks.judges.backends.hosted import HostedBackend, params_with
+from judgeops.tasks.judges.backends.hosted import HostedBackend, params_with, read_limited
 from judgeops.tasks.judges.calls import PROTOCOL_FAILURE, Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
 
@@ -51,14 +51,14 @@ class AnthropicBackend(HostedBackend):
         return params_with(self.findings, {"temperature": self.judge.decoding.temperature}, lambda p: (p,))
 
     async def _send(self, client, call: Call) -> tuple[str, int]:
-        response = await client.messages.with_raw_response.create(
+        async with client.messages.with_streaming_response.create(
             model=self.judge.model,
             max_tokens=call.request.max_tokens,
             system=SYSTEM,
             messages=[{"role": "user", "content": call.request.prompt}],
             extra_body={**self.params(), **self.judge.extra_body},
-        )
-        return await response.text(), response.status_code  # this SDK's raw response reads asynchronously
+        ) as response:  # streamed, so that a body over max_reply_bytes is refused before it is read whole
+            return await read_limited(response, self.judge.max_reply_bytes), response.status_code
 
     def _parse(self, body: str, call: Call) -> Reply:
         return parse_message(body)

@@ -242,7 +242,15 @@ class HostedBackend:
                 await asyncio.sleep(pause)
             wait = None
             try:
-                body, _ = await self._send(client, call)
+                # a total deadline: the SDK's timeout is per read, so a reply trickling a byte at a time never ends
+                body, _ = await asyncio.wait_for(self._send(client, call), self.judge.timeout_s)
+            except TimeoutError:
+                last = f"Timeout: no whole reply within {self.judge.timeout_s:g} s (the call's deadline)"
+            except ReplyTooLarge as exc:
+                last = f"protocol: {exc}"
+                break  # the same request gets the same body: not retried
+            except ReplyCutOff as exc:
+                last = str(exc)
             except self.status_error as exc:
                 status, text = exc.status_code, exc.response.text
                 last = f"HTTP {status}: {text[:200]}"
@@ -280,6 +288,31 @@ class HostedBackend:
             latency_ms=(time.perf_counter() - t0) * 1000,
             notes="; ".join(notes) or None,
         )
+
+
+class ReplyTooLarge(Exception):
+    """A reply body over the judge's `max_reply_bytes`: refused before it is read whole."""
+
+
+class ReplyCutOff(Exception):
+    """The connection failed while the body was streaming in (dropped mid-body): retried like a connection error."""
+
+
+async def read_limited(response, limit: int) -> str:
+    """A streamed response's body as text, refused (ReplyTooLarge) once it passes `limit` bytes: a 50 MB reply
+    never reaches memory or the cache whole."""
+    chunks, size = [], 0
+    try:
+        async for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise ReplyTooLarge(f"a reply over {limit:,} bytes (max_reply_bytes), refused unread")
+            chunks.append(chunk)
+    except ReplyTooLarge:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the transport's error mid-body (the SDK wraps only what it reads)
+        raise ReplyCutOff(_transport_name(exc)) from exc
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def params_with(findings: dict[str, str], params: dict, drop_together: Callable[[str], tuple[str, ...]]):

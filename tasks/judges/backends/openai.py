@@ -21,7 +21,7 @@ import os
 
 import openai
 
-from judgeops.tasks.judges.backends.hosted import HostedBackend, params_with
+from judgeops.tasks.judges.backends.hosted import HostedBackend, params_with, read_limited
 from judgeops.tasks.judges.calls import PROTOCOL_FAILURE, Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
 
@@ -75,7 +75,7 @@ class OpenAIBackend(HostedBackend):
         return params_with(self.findings, params, lambda p: TOGETHER.get(p, (p,)))
 
     async def _send(self, client: openai.AsyncOpenAI, call: Call) -> tuple[str, int]:
-        response = await client.chat.completions.with_raw_response.create(
+        async with client.chat.completions.with_streaming_response.create(
             model=self.judge.model,
             messages=[
                 {"role": "system", "content": SYSTEM},
@@ -83,8 +83,8 @@ class OpenAIBackend(HostedBackend):
             ],
             extra_body={**self.params(call), **self.judge.extra_body},
             extra_headers=self._per_request_headers,
-        )
-        return response.text, response.status_code
+        ) as response:  # streamed, so that a body over max_reply_bytes is refused before it is read whole
+            return await read_limited(response, self.judge.max_reply_bytes), response.status_code
 
     def _parse(self, body: str, call: Call) -> Reply:
         return parse_completion(body, call.request.choices)
