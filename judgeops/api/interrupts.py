@@ -15,6 +15,7 @@ import contextlib
 import functools
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 
 
@@ -51,8 +52,10 @@ def _temporary_server():
 
 @contextlib.contextmanager
 def signals_end_the_run() -> Iterator[None]:
-    """SIGINT and SIGTERM raise Interrupted in the main thread; the temporary Prefect server is this block's."""
-    previous = {s: signal.signal(s, _raise) for s in (signal.SIGINT, signal.SIGTERM)}
+    """SIGINT and SIGTERM raise Interrupted in the main thread; the temporary Prefect server is this block's.
+    (Outside the main thread, e.g. a notebook's worker, signals stay as they are: Python allows no handler there.)"""
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, _raise) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     server = None
     try:
         server = _temporary_server()

@@ -112,10 +112,9 @@ def open_store(
     try:
         store = ArtifactStore(url, observer=PrefectObserver())
         is_file = store.fs.isfile(store.root)
-        with contextlib.suppress(FileNotFoundError):  # a new store: nothing there yet
-            store.fs.ls(
-                store.root, detail=False
-            )  # what reaches the object store (isfile swallows its errors)
+        # a listing reaches the object store (isfile swallows its errors); a new store has nothing there yet
+        with contextlib.suppress(FileNotFoundError):
+            store.fs.ls(store.root, detail=False)
     except StoreError:
         raise
     except Exception as exc:  # noqa: BLE001 - a filesystem client's own errors (botocore's, fsspec's)

@@ -275,9 +275,8 @@ class HostedBackend:
                 reply.notes = "; ".join(notes) or None
                 if not reply.transport_failure:
                     return reply
-                last = reply.error.removeprefix(
-                    TRANSPORT_FAILURE
-                )  # a body that is no reply: retried like a 5xx
+                # a body that is no reply: retried like a 5xx
+                last = reply.error.removeprefix(TRANSPORT_FAILURE)
             if attempt >= self.judge.max_retries:
                 break
             backoff = min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)  # jittered exponential
