@@ -145,9 +145,7 @@ class Pairwise(_Rubricked):
             return read
         reply = replies[0]
         p_first = _share(reply.probs, "A", "B")
-        letter = read_letter(
-            reply.text
-        )  # the verdict the reply opens with or states (tasks/judges/reading.py)
+        letter = read_letter(reply.text)  # what the reply opens with or states (tasks/judges/reading.py)
         if p_first is not None and not self.rationale:
             verdict = _by_p(p_first)  # a one-token read: the choice tokens decide, whatever token won
         elif letter:
