@@ -26,8 +26,15 @@ def starter_text(local: bool | None = None) -> str:
 
 def init(path: str | Path = "judgeops.yaml", force: bool = False) -> str:
     """Write the starter config to `path` (never over an existing file unless `force`); returns a line to print."""
+    if not str(path).strip() or "\x00" in str(path):
+        raise ConfigError(f"--path {str(path)[:80]!r}: not a file path")
     path = Path(path)
-    if path.exists() and not force:
-        raise ConfigError(f"{path} exists: pass --force to overwrite it, or --path to write elsewhere")
-    path.write_text(starter_text(), encoding="utf-8")
+    try:
+        if path.is_dir():
+            raise ConfigError(f"{path} is a folder: give --path a file name, e.g. {path / 'judgeops.yaml'}")
+        if path.exists() and not force:
+            raise ConfigError(f"{path} exists: pass --force to overwrite it, or --path to write elsewhere")
+        path.write_text(starter_text(), encoding="utf-8")
+    except OSError as exc:  # no such folder, a name too long, no permission
+        raise ConfigError(f"cannot write {str(path)[:120]}: {exc.strerror or exc}") from None
     return f"wrote {path}: edit its sources and judges, then `judgeops run` (or `judgeops run --limit 10` to try it)"

@@ -346,6 +346,10 @@ NUMBERS = [
     (["backfill", "--start", "2026-01-05", "--end", "2026-01-12", "--timeout"], BAD_FLOATS),
     (["cache", "prune", "--older-than"], BAD_FLOATS),
     (["run", "--as-of"], st.one_of(st.text(max_size=12), st.sampled_from(["2026-13-01", "2026-02-30", "0"]))),
+    (
+        ["recalibrate", "--week"],
+        st.one_of(st.text(max_size=12), st.sampled_from(["2026-13-01", "12/01/2026"])),
+    ),
 ]
 
 
@@ -363,6 +367,27 @@ def test_fuzz_numbers(tree, figure, command, values):
 
     case()
     _counted(figure, " ".join(command), n)
+
+
+UNWRITABLE = st.one_of(
+    st.sampled_from(["", " ", ".", "..", "/", "../outside", "x" * 5000, "a\x00b"]),
+    st.text(max_size=30).map(lambda t: f"no-such-folder/{t}/judgeops.yaml"),
+)
+
+
+def test_fuzz_init_paths(tree, figure):
+    n = 0
+
+    @SETTINGS
+    @given(UNWRITABLE)
+    def case(value):
+        nonlocal n
+        n += 1
+        code, _ = run_cli(tree, ["init", "--path", value])
+        assert code == 2
+
+    case()
+    _counted(figure, "init --path", n)
 
 
 # -- the readers, called directly -----------------------------------------------------------------------------
