@@ -184,7 +184,18 @@ BAD_TABLES = st.one_of(
 )
 
 
-def _counted(figure, entry: str, n: int) -> None:
+def fuzz(figure, entry: str, values, check) -> None:
+    """`check(value)` on every generated value (SETTINGS: derandomized, CASES of them), then the count reported."""
+    n = 0
+
+    @SETTINGS
+    @given(values)
+    def case(value):
+        nonlocal n
+        n += 1
+        check(value)
+
+    case()
     figure(
         f"fuzz: {entry}",
         "exit 1 or 2 with a message, no traceback, nothing read or written beside",
@@ -207,81 +218,46 @@ def _a_readable_file(value: str) -> bool:
     ids=["store ls --run", "report --run", "store show --run"],
 )
 def test_fuzz_run_ids(tree, figure, command):
-    n = 0
-
-    @SETTINGS
-    @given(NAMES)
-    def case(value):
-        nonlocal n
-        n += 1
+    def check(value):
         code, err = run_cli(tree, [*command, value])
         assert code == 2 and "is not a run id" in err
 
-    case()
-    _counted(figure, " ".join(command), n)
+    fuzz(figure, " ".join(command), NAMES, check)
 
 
 def test_fuzz_artifact_names(tree, figure):
-    n = 0
-
-    @SETTINGS
-    @given(NAMES)
-    def case(value):
-        nonlocal n
-        n += 1
+    def check(value):
         code, err = run_cli(tree, ["store", "show", value])
         assert code == 2 and "is not an artifact" in err
 
-    case()
-    _counted(figure, "store show NAME", n)
+    fuzz(figure, "store show NAME", NAMES, check)
 
 
 def test_fuzz_config_files(tree, figure):
-    n = 0
-
-    @SETTINGS
-    @given(BAD_CONFIGS)
-    def case(payload):
-        nonlocal n
-        n += 1
+    def check(payload):
         code, err = run_cli(tree, ["--config", "fuzzed.yaml", "config"], {"fuzzed.yaml": payload})
         assert code == 2 and err.startswith("fuzzed.yaml: ")
 
-    case()
-    _counted(figure, "--config FILE (hostile content)", n)
+    fuzz(figure, "--config FILE (hostile content)", BAD_CONFIGS, check)
 
 
 def test_fuzz_config_paths(tree, figure):
-    n = 0
+    def check(value):
+        assert run_cli(tree, ["--config", value, "config"], watch=False)[0] == 2
 
-    @SETTINGS
-    @given(NAMES.filter(lambda v: v not in ("votes.csv",)))
-    def case(value):
-        nonlocal n
-        n += 1
-        code, _ = run_cli(tree, ["--config", value, "config"], watch=False)
-        assert code == 2
-
-    case()
-    _counted(figure, "--config PATH", n)
+    fuzz(figure, "--config PATH", NAMES.filter(lambda v: v != "votes.csv"), check)
 
 
 @pytest.mark.parametrize(
     "argv", [["aggregate", "{}", "--method", "mv"], ["audit", "propose", "{}", "--k", "2"]]
 )
 def test_fuzz_votes_files(tree, figure, argv):
-    n = 0
+    def check(case):
+        payload, name = case
+        assert run_cli(tree, [a.format(name) for a in argv], {name: payload})[0] == 2
 
-    @SETTINGS
-    @given(BAD_TABLES, st.sampled_from(["fuzzed.csv", "fuzzed.parquet"]))
-    def case(payload, name):
-        nonlocal n
-        n += 1
-        code, _ = run_cli(tree, [a.format(name) for a in argv], {name: payload})
-        assert code == 2
-
-    case()
-    _counted(figure, f"{' '.join(argv[:2]).replace('{}', 'VOTES')} (hostile content)", n)
+    files = st.tuples(BAD_TABLES, st.sampled_from(["fuzzed.csv", "fuzzed.parquet"]))
+    fuzz(figure, f"{' '.join(argv[:2]).replace('{}', 'VOTES')} (hostile content)", files, check)
 
 
 @pytest.mark.parametrize(
@@ -293,21 +269,13 @@ def test_fuzz_votes_files(tree, figure, argv):
     ids=["aggregate --truth", "audit apply --labels"],
 )
 def test_fuzz_truth_and_label_files(tree, figure, argv):
-    n = 0
-    extra = st.sampled_from(
-        [b"task,label\n99,A\n", b"task,label\n1,Z\n", b"task,label\n1,\n", b"label\nA\n"]
-    )  # a task the votes lack, an unknown class, nothing filled in, no task column
+    # a task the votes lack, an unknown class, nothing filled in, no task column
+    extra = st.sampled_from([b"task,label\n99,A\n", b"task,label\n1,Z\n", b"task,label\n1,\n", b"label\nA\n"])
 
-    @SETTINGS
-    @given(st.one_of(BAD_TABLES, extra))
-    def case(payload):
-        nonlocal n
-        n += 1
-        code, _ = run_cli(tree, [a.format("fuzzed.csv") for a in argv], {"fuzzed.csv": payload})
-        assert code == 2
+    def check(payload):
+        assert run_cli(tree, [a.format("fuzzed.csv") for a in argv], {"fuzzed.csv": payload})[0] == 2
 
-    case()
-    _counted(figure, " ".join(argv[:1] + argv[-2:-1]), n)
+    fuzz(figure, " ".join(argv[:1] + argv[-2:-1]), st.one_of(BAD_TABLES, extra), check)
 
 
 @pytest.mark.parametrize(
@@ -321,18 +289,12 @@ def test_fuzz_truth_and_label_files(tree, figure, argv):
     ids=["aggregate VOTES", "audit apply --labels", "cache stats --path", "ingest --source"],
 )
 def test_fuzz_paths(tree, figure, argv):
-    n = 0
+    def check(value):
+        assert run_cli(tree, [a.format(value) for a in argv], watch=False)[0] in (1, 2)
 
-    @SETTINGS
-    @given(NAMES.filter(lambda v: not _a_readable_file(v)))  # an existing file would be read, and rightly
-    def case(value):
-        nonlocal n
-        n += 1
-        code, _ = run_cli(tree, [a.format(value) for a in argv], watch=False)
-        assert code in (1, 2)
-
-    case()
-    _counted(figure, f"{' '.join(argv[:-1] if '{}' in argv[-1] else argv)} PATH", n)
+    # an existing file would be read, and rightly
+    paths = NAMES.filter(lambda v: not _a_readable_file(v))
+    fuzz(figure, f"{' '.join(argv[:-1] if '{}' in argv[-1] else argv)} PATH", paths, check)
 
 
 NUMBERS = [
@@ -355,18 +317,11 @@ NUMBERS = [
 
 @pytest.mark.parametrize("command, values", NUMBERS, ids=[" ".join(c) for c, _ in NUMBERS])
 def test_fuzz_numbers(tree, figure, command, values):
-    n = 0
-
-    @SETTINGS
-    @given(values)
-    def case(value):
-        nonlocal n
-        n += 1
+    def check(value):
         code, err = run_cli(tree, [*command, value])
         assert code == 2 and f"argument {command[-1]}: expected" in err
 
-    case()
-    _counted(figure, " ".join(command), n)
+    fuzz(figure, " ".join(command), values, check)
 
 
 UNWRITABLE = st.one_of(
@@ -376,18 +331,10 @@ UNWRITABLE = st.one_of(
 
 
 def test_fuzz_init_paths(tree, figure):
-    n = 0
+    def check(value):
+        assert run_cli(tree, ["init", "--path", value])[0] == 2
 
-    @SETTINGS
-    @given(UNWRITABLE)
-    def case(value):
-        nonlocal n
-        n += 1
-        code, _ = run_cli(tree, ["init", "--path", value])
-        assert code == 2
-
-    case()
-    _counted(figure, "init --path", n)
+    fuzz(figure, "init --path", UNWRITABLE, check)
 
 
 # -- the readers, called directly -----------------------------------------------------------------------------
@@ -400,7 +347,6 @@ def test_fuzz_source_readers(tmp_path, figure, fmt):
     from judgeops.config import FileSource
     from judgeops.tasks.ingest import IngestError, ingest_items
 
-    n = 0
     suffix = {"gsm8k": "jsonl", "medqa": "jsonl", "mmlu": "csv", "truthfulqa": "csv"}.get(fmt, fmt)
     content = st.one_of(
         GARBAGE,
@@ -414,11 +360,7 @@ def test_fuzz_source_readers(tmp_path, figure, fmt):
         ).map(lambda rows: "\n".join(__import__("json").dumps(r) for r in rows).encode()),
     )
 
-    @SETTINGS
-    @given(content)
-    def case(payload):
-        nonlocal n
-        n += 1
+    def check(payload):
         path = tmp_path / f"source.{suffix}"
         path.write_bytes(payload)
         try:
@@ -428,20 +370,14 @@ def test_fuzz_source_readers(tmp_path, figure, fmt):
             return
         assert {"quarantine_reason"} <= set(result.quarantine.columns) or result.quarantine.empty
 
-    case()
-    _counted(figure, f"source reader {fmt}", n)
+    fuzz(figure, f"source reader {fmt}", content, check)
 
 
 def test_fuzz_votes_reader(tmp_path, figure):
     from judgeops.tasks.aggregate.scoring import InputError, read_table
 
-    n = 0
-
-    @SETTINGS
-    @given(st.one_of(BAD_TABLES, st.binary(max_size=2000)), st.sampled_from(["v.csv", "v.parquet", "v.txt"]))
-    def case(payload, name):
-        nonlocal n
-        n += 1
+    def check(case):
+        payload, name = case
         path = tmp_path / name
         path.write_bytes(payload)
         try:
@@ -449,5 +385,7 @@ def test_fuzz_votes_reader(tmp_path, figure):
         except InputError as exc:
             assert str(path) in str(exc) and "\n" not in str(exc)
 
-    case()
-    _counted(figure, "votes / truth / labels reader", n)
+    tables = st.tuples(
+        st.one_of(BAD_TABLES, st.binary(max_size=2000)), st.sampled_from(["v.csv", "v.parquet", "v.txt"])
+    )
+    fuzz(figure, "votes / truth / labels reader", tables, check)
