@@ -95,6 +95,12 @@ def sample_per_domain(items: pd.DataFrame, sampling: SamplingConfig) -> pd.DataF
     return items
 
 
+def _set_aside(rows: pd.DataFrame, rule: str, reasons: list[str]) -> pd.DataFrame:
+    """Item rows as quarantine rows: the line they were read from (their provenance), the rule and the reason."""
+    line = rows["provenance"].str.extract(r":line (\d+)$")[0].astype("Int64")
+    return rows.assign(quarantine_row=line, quarantine_rule=rule, quarantine_reason=reasons)
+
+
 def ingest_items(
     sources: list, as_of: dt.date | None = None, sampling: SamplingConfig | None = None
 ) -> IngestResult:
@@ -119,10 +125,10 @@ def ingest_items(
     duplicated = np.ones(len(keys), dtype=bool)
     duplicated[first_position] = False
     first_ids = items["item_id"].iloc[first_position[inverse[duplicated]]].tolist()
-    dupes = items.loc[duplicated].assign(
-        quarantine_row=items.loc[duplicated, "provenance"].str.extract(r":line (\d+)$")[0].astype("Int64"),
-        quarantine_rule="ingest:duplicate",
-        quarantine_reason=[
+    dupes = _set_aside(
+        items.loc[duplicated],
+        "ingest:duplicate",
+        [
             f"{p}: duplicate of item {f} (same normalised question and choices); the first occurrence is kept"
             for p, f in zip(items.loc[duplicated, "provenance"], first_ids, strict=True)
         ],
@@ -137,10 +143,10 @@ def ingest_items(
     if taken.any():
         first_at = items.drop_duplicates("item_id").set_index("item_id")["provenance"]
         clashes = items.loc[taken]
-        clashes = clashes.assign(
-            quarantine_row=clashes["provenance"].str.extract(r":line (\d+)$")[0].astype("Int64"),
-            quarantine_rule="ingest:item_id",
-            quarantine_reason=[
+        clashes = _set_aside(
+            clashes,
+            "ingest:item_id",
+            [
                 f"{p}, field 'item_id': id {i!r} is already used by another question ({first_at[i]}); the first keeps it"
                 for p, i in zip(clashes["provenance"], clashes["item_id"], strict=True)
             ],
