@@ -30,6 +30,7 @@ from pydantic import (
 
 from judgeops import plugins
 from judgeops.schemas.artifacts import BUILTIN_AGGREGATORS, DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS
+from judgeops.schemas.names import file_kind
 
 DEFAULT_STORE_URL = "./.judgeops/store"
 
@@ -765,14 +766,12 @@ def load_config(path: str | Path | None = None) -> EvaluateConfig:
         if not Path("judgeops.yaml").exists():
             return EvaluateConfig()
         path = "judgeops.yaml"
-    path = Path(path)
-    try:
-        found, regular = path.exists(), path.is_file()
-    except (OSError, ValueError):  # a NUL byte, a name too long for the filesystem
-        raise ConfigError(f"{str(path)[:120]!r}: not a usable path for a config file") from None
-    if not found:
+    path, kind = Path(path), file_kind(path)
+    if kind == "unusable":
+        raise ConfigError(f"{str(path)[:120]!r}: not a usable path for a config file")
+    if kind == "missing":
         raise ConfigError(f"{path}: config file not found")
-    if not regular:  # a folder, a FIFO (reading it would wait for a writer)
+    if kind == "other":
         raise ConfigError(f"{path}: not a file")
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from pathlib import Path
 
 RUN_ID = re.compile(r"\d{4}-\d{2}-\d{2}_\d{8}T\d{6}_[0-9a-f]{6}")
 RUN_ID_FORM = "YYYY-MM-DD_YYYYMMDDTHHMMSS_xxxxxx"
@@ -68,3 +69,13 @@ def check_relative(rel: str, argument: str = "path") -> str:
     if normal == ".." or normal.startswith("../") or normal != rel.rstrip("/"):
         raise NameRefused(f"{argument}: {_shown(rel)} is not a path inside the store")
     return rel
+
+
+def file_kind(path: str | Path) -> str:
+    """What a local input path names, without opening it: "file" (a regular file), "missing", "other" (a folder,
+    a FIFO — reading it would wait for a writer —, a device) or "unusable" (a NUL byte, a name too long)."""
+    try:
+        found = Path(path)
+        return "file" if found.is_file() else "other" if found.exists() else "missing"
+    except (OSError, ValueError):
+        return "unusable"

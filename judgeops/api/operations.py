@@ -18,6 +18,7 @@ from prefect.settings import PREFECT_API_URL
 import judgeops.deploy
 from judgeops.config import WORKDIR_ENV
 from judgeops.flows.backfill import backfill as backfill_flow
+from judgeops.schemas.names import file_kind
 from judgeops.tasks.judges.cache import CallCache, is_database_url
 from judgeops.tasks.judges.cache import open_cache as _open_cache
 
@@ -217,11 +218,7 @@ def open_cache(path: str | Path) -> CallCache:
     the file is not one)."""
     if is_database_url(path):
         return _open_cache(path)
-    try:
-        found = Path(path).is_file()
-    except (OSError, ValueError):  # a NUL byte, a name too long
-        found = False
-    if not found:
+    if file_kind(path) != "file":
         raise OperationError(f"no judge-call cache at {str(path)[:200]!r}")
     try:
         return _open_cache(path)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judgeops.schemas.names import file_kind
 from judgeops.tasks.aggregate._base import TIE
 
 
@@ -26,14 +27,12 @@ class InputError(ValueError):
 
 def read_table(path: str, what: str) -> pd.DataFrame:
     """A csv or parquet table, or an InputError that names the file in one line."""
-    file = Path(path)
-    try:
-        found, regular = file.exists(), file.is_file()
-    except (OSError, ValueError):  # a NUL byte, a name too long for the filesystem
-        raise InputError(f"{what} file {str(path)[:120]!r}: not a usable path") from None
-    if not found:
+    file, kind = Path(path), file_kind(path)
+    if kind == "unusable":
+        raise InputError(f"{what} file {str(path)[:120]!r}: not a usable path")
+    if kind == "missing":
         raise InputError(f"{what} file not found: {file}")
-    if not regular:  # a folder, a FIFO (reading it would wait for a writer), a device
+    if kind == "other":
         raise InputError(f"{file}: the {what} file is not a regular file")
     if file.suffix not in (".csv", ".parquet"):
         raise InputError(f"{file}: expected a .csv or .parquet file")
