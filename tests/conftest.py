@@ -16,6 +16,9 @@ os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
 os.environ["GX_ANALYTICS_ENABLED"] = "false"
 os.environ.pop("PREFECT_API_URL", None)
 
+# Prefect's logging is set up on importing prefect.main, and its console handler keeps the sys.stderr it finds:
+# set it up here, before any test's capsys or redirect replaces sys.stderr with a stream closed after that test
+import prefect.main  # noqa: E402, F401
 import pytest  # noqa: E402
 
 from judgeops.config import (  # noqa: E402

@@ -3,7 +3,8 @@ run recorded as cancelled with the signal's name, every process it started stopp
 128 + the signal's number.
 
 The temporary Prefect API server a CLI run uses (Prefect's SubprocessASGIServer, started on the first client
-call) is started here first, in a session of its own. A terminal's Ctrl-C goes to its whole foreground process
+call) is started here, in a session of its own, once the run's input is checked (`start_server_here`, called by
+the API just before a flow starts: bad input is answered in seconds, not after a server's 20 s start). A terminal's Ctrl-C goes to its whole foreground process
 group: a server that died with it left the flow retrying a dead API for minutes, and one that outlived a
 SIGTERM was left running. Prefect has no setting for either, so its Popen gets `start_new_session` for that one
 call, and the server is stopped here when the command ends (Prefect's own atexit stop stays as a backstop).
@@ -50,19 +51,31 @@ def _temporary_server():
     return server
 
 
+# the open signals_end_the_run blocks, innermost last: the temporary server each started (None: none yet)
+_BLOCKS: list = []
+
+
+def start_server_here() -> None:
+    """Inside a signals_end_the_run block, start the temporary server now, in its own session (the block stops
+    it); elsewhere nothing (Prefect starts it on its first client call, as usual)."""
+    if _BLOCKS and _BLOCKS[-1] is None:
+        _BLOCKS[-1] = _temporary_server()
+
+
 @contextlib.contextmanager
 def signals_end_the_run() -> Iterator[None]:
-    """SIGINT and SIGTERM raise Interrupted in the main thread; the temporary Prefect server is this block's.
-    (Outside the main thread, e.g. a notebook's worker, signals stay as they are: Python allows no handler there.)"""
+    """SIGINT and SIGTERM raise Interrupted in the main thread; a temporary Prefect server started in the block is
+    the block's. (Outside the main thread, e.g. a notebook's worker, signals stay as they are: Python allows no
+    handler there.)"""
     main = threading.current_thread() is threading.main_thread()
     previous = {s: signal.signal(s, _raise) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
-    server = None
+    _BLOCKS.append(None)
     try:
-        server = _temporary_server()
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        server = _BLOCKS.pop()
         if server is not None:
             _drain_then_stop(server)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from judgeops.api.interrupts import start_server_here
 from judgeops.api.sources import check_sources
 from judgeops.config import EvaluateConfig, JudgeConfig, load_config, parse_config, sources_from_specs
 from judgeops.flows import clock
@@ -66,6 +67,7 @@ def evaluate(
         data = config.model_dump(mode="json")
         data["cost"]["max_cost"] = max_cost
         config = parse_config(data, "--max-cost")
+    start_server_here()
     result = evaluate_flow(config=config, as_of=as_of, reuse=reuse)
     return Run(result.run_id, config.store.url, result.as_of, result.report)
 
@@ -86,6 +88,7 @@ def ingest(
     check_sources(
         config, "--source" if sources else config_path if isinstance(config_path, str | Path) else None
     )
+    start_server_here()
     return ingest_flow(config=config, as_of=as_of)
 
 
@@ -97,9 +100,9 @@ def recalibrate(
     store_url: str | None = None,
 ):
     """One week of the calibration chain (flows/recalibrate.py)."""
-    return recalibrate_flow(
-        week=week, config=_config(config, store_url), from_scratch=from_scratch, force=force
-    )
+    config = _config(config, store_url)
+    start_server_here()
+    return recalibrate_flow(week=week, config=config, from_scratch=from_scratch, force=force)
 
 
 def open_store(
