@@ -16,11 +16,50 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
 import socket
 import threading
 from collections.abc import Callable
 
 import psutil
+
+
+class Interrupted(KeyboardInterrupt):
+    """The command was sent SIGINT or SIGTERM (a KeyboardInterrupt, so Prefect and the store treat both alike)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+# The signals this process has been sent while a command's signals_end_the_run block ran (judgeops.api.interrupts
+# notes them, and forgets them when the block ends), oldest first.
+# The exception a signal raises can be swallowed on its way up: Prefect's task engine, interrupted while it sets
+# up a task run, answers with "ValueError: Task run is not set" (seen 1 in 20 Ctrl-Cs under load), and its flow
+# engine drops a BaseException that arrives once the flow's state is final. So the signal is also recorded here,
+# and every artifact write (`raise_if_signalled`) and the command's exit read the record: no artifact is written
+# after a signal, and the run ends as interrupted whatever exception carried the news.
+_SIGNALS: list[int] = []
+
+
+def note_signal(signum: int) -> None:
+    _SIGNALS.append(signum)
+
+
+def signal_received() -> int | None:
+    """The first signal noted since `forget_signals`, or None."""
+    return _SIGNALS[0] if _SIGNALS else None
+
+
+def forget_signals() -> None:
+    _SIGNALS.clear()
+
+
+def raise_if_signalled() -> None:
+    """Raise Interrupted if a signal was noted (the first one)."""
+    if _SIGNALS:
+        raise Interrupted(_SIGNALS[0])
+
 
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 10 * HEARTBEAT_S  # a remote owner silent this long is taken for dead

@@ -86,8 +86,9 @@ def new_run_id(as_of: dt.date) -> str:
 
 def _cancelled(exc: BaseException) -> dict | None:
     """The record of a run a signal stopped — Ctrl-C's KeyboardInterrupt, judgeops' Interrupted (SIGINT, SIGTERM;
-    api/interrupts.py) or Prefect's TerminationSignal inside a flow (its `signal`): cancelled, not failed."""
-    signum = getattr(exc, "signum", None) or getattr(exc, "signal", None)
+    api/interrupts.py) or Prefect's TerminationSignal inside a flow (its `signal`), or any exception after a signal
+    was noted (liveness.signal_received: the signal's own exception was swallowed on the way): cancelled."""
+    signum = getattr(exc, "signum", None) or getattr(exc, "signal", None) or liveness.signal_received()
     if isinstance(signum, int) and not isinstance(signum, bool):
         with contextlib.suppress(ValueError):
             return {"status": "cancelled", "error": f"interrupted by {signal.Signals(signum).name}"}
@@ -277,7 +278,9 @@ class ArtifactStore:
         reason, together with `quarantine` (rows the stage itself set aside, e.g. unreadable
         input lines); a failing `stop` rule raises ContractViolation and writes nothing but the
         validation result and those set-aside rows (which are often why it failed: the message says so).
+        Nothing is written once the process has been sent SIGINT or SIGTERM (liveness.raise_if_signalled).
         """
+        liveness.raise_if_signalled()
         spec = schema_for(name)
         table = to_arrow(name, data, spec)
         parents = dict(parents or {})

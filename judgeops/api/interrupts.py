@@ -19,17 +19,67 @@ import subprocess
 import threading
 from collections.abc import Iterator
 
+from judgeops.schemas.liveness import Interrupted, forget_signals, note_signal, signal_received
 
-class Interrupted(KeyboardInterrupt):
-    """The command was sent SIGINT or SIGTERM (a KeyboardInterrupt, so Prefect and the store treat both alike)."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
+__all__ = ["Interrupted", "Stopped", "signal_in", "signals_end_the_run", "start_server_here"]
 
 
 def _raise(signum: int, frame) -> None:
+    note_signal(signum)
     raise Interrupted(signum)
+
+
+def _noting(handler):
+    """Prefect's own SIGTERM handler (installed for the length of a flow run; it raises TerminationSignal), made
+    to note the signal first, so a swallowed TerminationSignal still ends the run (schemas/liveness.py)."""
+
+    def noting_handler(signum: int, frame) -> None:
+        note_signal(signum)
+        return handler(signum, frame)
+
+    noting_handler.wrapped = handler
+    return noting_handler
+
+
+@contextlib.contextmanager
+def _prefect_sigterm_noted() -> Iterator[None]:
+    """Prefect's flow engine installs `prefect.utilities.engine._prefect_sigterm_handler` (looked up by name
+    when a flow starts); for this block it is wrapped by `_noting`. Where a Prefect version has no such
+    handler, nothing changes: the exit still reads the exception's chain."""
+    from prefect.utilities import engine
+
+    handler = getattr(engine, "_prefect_sigterm_handler", None)
+    if handler is None or hasattr(handler, "wrapped"):
+        yield
+        return
+    engine._prefect_sigterm_handler = _noting(handler)
+    try:
+        yield
+    finally:
+        engine._prefect_sigterm_handler = handler
+
+
+class Stopped:
+    """What a signals_end_the_run block was stopped by: `signum` (None while no signal was noted)."""
+
+    signum: int | None = None
+
+
+def signal_in(exc: BaseException | None, stopped: Stopped | None = None) -> int | None:
+    """The signal that ended a command: the one its block noted (`stopped`), else one in the exception's chain
+    (judgeops' Interrupted, a KeyboardInterrupt — SIGINT — or Prefect's TerminationSignal); None if neither."""
+    if stopped is not None and stopped.signum is not None:
+        return stopped.signum
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        signum = getattr(exc, "signum", None) or getattr(exc, "signal", None)
+        if isinstance(signum, int) and not isinstance(signum, bool):
+            return signum
+        if isinstance(exc, KeyboardInterrupt):
+            return signal.SIGINT
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _temporary_server():
@@ -63,16 +113,21 @@ def start_server_here() -> None:
 
 
 @contextlib.contextmanager
-def signals_end_the_run() -> Iterator[None]:
+def signals_end_the_run() -> Iterator[Stopped]:
     """SIGINT and SIGTERM raise Interrupted in the main thread; a temporary Prefect server started in the block is
     the block's. (Outside the main thread, e.g. a notebook's worker, signals stay as they are: Python allows no
     handler there.)"""
     main = threading.current_thread() is threading.main_thread()
     previous = {s: signal.signal(s, _raise) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     _BLOCKS.append(None)
+    forget_signals()
+    stopped = Stopped()
     try:
-        yield
+        with _prefect_sigterm_noted():
+            yield stopped
     finally:
+        stopped.signum = signal_received()
+        forget_signals()  # a later command of this process (an API caller, a test) starts clean
         for s, handler in previous.items():
             signal.signal(s, handler)
         server = _BLOCKS.pop()

@@ -63,3 +63,34 @@ def test_a_signalled_run_is_cancelled_and_leaves_no_process_behind(tmp_path, sig
         "recorded cancelled with the signal; temporary Prefect server stopped; one line, exit 128 + signal",
         f"exit {run.returncode} after {took:.1f} s; status {record['status']}; server left running: 0",
     )
+
+
+def test_a_signal_whose_exception_is_swallowed_still_stops_the_run(tmp_path):
+    """Prefect's engines sometimes replace or drop the exception a signal raises (a task run interrupted while it
+    is set up answers "ValueError: Task run is not set"; a BaseException after the flow's state is final is
+    dropped). The signal is noted too: the next artifact write refuses, and the command exits as interrupted."""
+    import datetime as dt
+
+    from judgeops.api.interrupts import Interrupted, signals_end_the_run
+    from judgeops.cli import _interrupted
+    from judgeops.schemas.store import ArtifactStore, new_run_id
+    from tests.test_store import items_frame
+
+    store = ArtifactStore(str(tmp_path / "store"), new_run_id(dt.date(2026, 12, 4)))
+    with signals_end_the_run() as stopped:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.5)  # the handler runs here, in the main thread
+        except KeyboardInterrupt:
+            pass  # swallowed, as an engine might
+        with pytest.raises(Interrupted, match="SIGTERM"):
+            store.write("items", items_frame())
+        from prefect.utilities import engine
+
+        assert hasattr(engine._prefect_sigterm_handler, "wrapped")  # Prefect's own handler notes it too
+    assert stopped.signum == signal.SIGTERM
+    assert not list((tmp_path / "store").rglob("items*.parquet"))
+    assert _interrupted("run", ValueError("Task run is not set"), stopped) == 128 + signal.SIGTERM
+    with signals_end_the_run() as fresh:  # the next command of the process starts clean
+        store.write("items", items_frame())
+    assert fresh.signum is None
