@@ -23,6 +23,16 @@ judge). Every panel records its parameters and seed, so a result can be traced t
 |                             | order- and presentation-unstable; one or two stable strong judges      |
 | clique_shared_bias          | (vii) a clique of 3–5 judges shares a bias (a cue independent of the   |
 |                             | truth); the strong judge is independent and in the minority            |
+| versions                    | (viii) 2–4 versions of one model err together (a shared per-item       |
+|                             | error, stable across orders and presentations) beside one stronger     |
+|                             | independent judge and 2–4 weak, order-swayed ones                      |
+| many_weak_correlated        | (ix) 15–30 judges of accuracy 0.6–0.8 in 3–6 families; errors correlate |
+|                             | within a family; each task shown once; class balance 0.3–0.7           |
+| order_invariant_clique      | (x) 3–6 score-derived judges whose verdict never changes with the      |
+|                             | order (reward models: they share a surface preference) beside one LLM  |
+|                             | judge, the best, that answers by position on 15–30 % of pairs          |
+| binary_confounded           | (xi) labels only, shown once: a clique of 4–8 follows a binary         |
+|                             | confounder independent of the truth; 2–4 good judges                   |
 
 (vi) and (vii) are pairwise panels with perturbations: each item (pair) is a task per presentation (plain,
 polished, padded; `item` and `presentation` columns), each task is shown in both orders (`run` "AB": the
@@ -34,6 +44,12 @@ with y = ±1 the truth, f = ±1 whether A is shown first, and s = ±1 the cue th
 surface cue that favours the wrong answer on a share `adversarial` of items, kept by each presentation with
 probability `cue_kept` and otherwise redrawn (polishing or padding changes which answer looks better); in
 (vii) a shared bias independent of the truth, kept across presentations the same way.
+
+(viii) and (x) are pairwise panels like (vi) and (vii), with two more terms in a judge's preference: a per-item
+error shared by a family of judges (versions of one model), fixed across orders and presentations, and for (x)
+judges that score each answer on its own, whose noise and verdict are the same in both orders. (ix) and (xi)
+are shown once (`task, worker, label`; no runs): judge j votes A when α_j·y + λ_j·G_{family(j),t} + β_j·c_t +
+τ_j + ε > 0, with G a family's shared error, c a binary confounder (xi) and τ_j a judge's lean.
 
 Families: `make_panel(regime, seed=s, family=True)` draws the regime's parameters (number of judges,
 accuracies, clique size, confounder strength and share, position bias, cue persistence) at random from
@@ -47,6 +63,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 REGIMES = (
     "independent",
@@ -56,7 +73,13 @@ REGIMES = (
     "below_chance_order",
     "adversarial_surface",
     "clique_shared_bias",
+    "versions",
+    "many_weak_correlated",
+    "order_invariant_clique",
+    "binary_confounded",
 )
+PAIRWISE = ("adversarial_surface", "clique_shared_bias", "versions", "order_invariant_clique")
+SHOWN_ONCE = ("many_weak_correlated", "binary_confounded")
 PRESENTATIONS = ("plain", "polished", "padded")
 
 
@@ -163,6 +186,65 @@ def draw_params(regime: str, rng: np.random.Generator) -> dict:
             "adversarial": 0.5,
             "cue_kept": u(0.2, 0.8),
         }
+    return draw_new_family(regime, rng)
+
+
+def draw_new_family(regime: str, rng: np.random.Generator) -> dict:
+    """(viii)–(xi): each judge's loadings; `family` numbers the judges that share an error (−1: none)."""
+    u = rng.uniform
+    if regime == "versions":  # one strong independent judge, 2–4 versions of one model, 2–4 weak judges
+        versions, weak = rng.integers(2, 5), rng.integers(2, 5)
+        n = 1 + versions + weak
+        return {
+            "content": np.concatenate([u(1.2, 2.2, 1), u(0.9, 1.6, versions), u(0.4, 1.0, weak)]),
+            "shared": np.concatenate([[0.0], u(0.8, 1.5, versions), np.zeros(weak)]),
+            "family": np.concatenate([[-1], np.zeros(versions, dtype=int), -np.ones(weak, dtype=int)]),
+            "cue": np.concatenate([u(0.0, 0.3, 1), u(0.0, 0.5, versions), u(0.2, 0.8, weak)]),
+            "position": np.concatenate([u(0.0, 0.3, 1), u(0.0, 0.6, versions), u(0.2, 1.2, weak)]),
+            "invariant": np.zeros(n, dtype=bool),
+            "flip": np.zeros(n),
+            "adversarial": 0.5,
+            "cue_kept": u(0.2, 0.8),
+        }
+    if regime == "order_invariant_clique":  # 3–6 reward models sharing a surface preference; one LLM judge
+        rms = rng.integers(3, 7)
+        return {
+            "content": np.concatenate([u(1.0, 1.7, 1), u(0.3, 0.8, rms)]),
+            "shared": np.zeros(1 + rms),
+            "family": -np.ones(1 + rms, dtype=int),
+            "cue": np.concatenate([[0.0], u(0.8, 1.5, rms)]),
+            "position": np.zeros(1 + rms),
+            "invariant": np.concatenate([[False], np.ones(rms, dtype=bool)]),
+            "flip": np.concatenate([u(0.15, 0.30, 1), np.zeros(rms)]),
+            "adversarial": 0.5,
+            "cue_kept": u(0.5, 0.9),
+        }
+    if regime == "many_weak_correlated":  # 15–30 judges in 3–6 families, accuracies about 0.6–0.8
+        n_families = rng.integers(3, 7)
+        n = rng.integers(max(15, n_families * 2), 31)
+        family = np.sort(np.concatenate([np.arange(n_families), rng.integers(0, n_families, n - n_families)]))
+        shared = u(
+            1.0, 2.0, n
+        )  # a strong family error; the content loading gives each judge accuracy 0.6–0.8
+        return {
+            "content": norm.ppf(u(0.6, 0.8, n)) * np.sqrt(1 + shared**2),
+            "shared": shared,
+            "family": family,
+            "confounder": np.zeros(n),
+            "lean": u(-0.3, 0.3, n),
+            "balance": u(0.3, 0.7),
+        }
+    if regime == "binary_confounded":  # a clique of 4–8 follows a binary confounder; 2–4 good judges
+        good, clique = rng.integers(2, 5), rng.integers(4, 9)
+        n = good + clique
+        return {
+            "content": np.concatenate([u(0.8, 1.5, good), u(0.2, 0.6, clique)]),
+            "shared": np.zeros(n),
+            "family": -np.ones(n, dtype=int),
+            "confounder": np.concatenate([u(0.0, 0.3, good), u(1.5, 3.0, clique)]),
+            "lean": u(-0.2, 0.2, n),
+            "balance": 0.5,
+        }
     raise ValueError(f"unknown regime {regime!r}; one of {REGIMES}")
 
 
@@ -182,6 +264,7 @@ FIXED = {  # the fixed settings of the perturbation regimes (family=False)
         "cue_kept": 0.5,
     },
 }
+FIXED_SEED = {"versions": 3, "many_weak_correlated": 3, "order_invariant_clique": 3, "binary_confounded": 3}
 
 
 def make_panel(
@@ -195,8 +278,14 @@ def make_panel(
         raise ValueError(f"unknown regime {regime!r}; one of {REGIMES}")
     rng = np.random.default_rng(seed)
     drawn = draw_params(regime, np.random.default_rng([seed, 1])) if family else None
+    if regime in FIXED_SEED and drawn is None:  # the fixed setting: one recorded draw of the family
+        drawn = draw_params(regime, np.random.default_rng([FIXED_SEED[regime], 1]))
     if regime in ("adversarial_surface", "clique_shared_bias"):
         return _perturbed(rng, regime, n_tasks // 3, seed, drawn or FIXED[regime], family)
+    if regime in ("versions", "order_invariant_clique"):
+        return _pairwise_families(rng, regime, n_tasks // 3, seed, drawn, family)
+    if regime in SHOWN_ONCE:
+        return _shown_once(rng, regime, n_tasks, seed, drawn, family)
     q = rng.integers(0, 2, n_tasks)
     truth = pd.Series(np.where(q == 1, "A", "B"), index=pd.RangeIndex(n_tasks, name="task"), name="label")
     if regime == "below_chance_order":
@@ -279,6 +368,106 @@ def _perturbed(
         },
     }
     return Panel(votes, truth.sort_index(), params)
+
+
+def _pairwise_families(
+    rng: np.random.Generator, regime: str, n_items: int, seed: int, p: dict, family: bool
+) -> Panel:
+    """(viii) and (x): every item in three presentations × two orders. Judge j's preference for A in a run:
+
+        d = α_j·y + λ_j·G_{family(j), item} + β_j·s_{item, presentation} + γ_j·f + ε,
+
+    G a family's shared error on the item (the same in every order and presentation: versions of one model
+    misread the same items), s the surface cue, f = ±1 whether A is shown first. An order-invariant judge
+    (`invariant`) scores each answer on its own: its ε is drawn once per item and presentation, so both
+    orders give the same verdict. A judge with `flip` φ answers "the first shown" on a share φ of the
+    (item, presentation)s, in both orders (it is right there in exactly one of the two)."""
+    alpha, lam, beta, gamma = p["content"], p["shared"], p["cue"], p["position"]
+    n_judges = len(alpha)
+    y = np.where(rng.random(n_items) < 0.5, 1.0, -1.0)
+    item_cue = np.where(rng.random(n_items) < p["adversarial"], -y, y)
+    kept = rng.random((n_items, len(PRESENTATIONS))) < p["cue_kept"]
+    fresh = np.where(rng.random((n_items, len(PRESENTATIONS))) < 0.5, 1.0, -1.0)
+    cue = np.where(kept, item_cue[:, None], fresh)
+    families = np.asarray(p["family"])
+    shared = rng.normal(size=(n_items, max(int(families.max()) + 1, 1)))
+    g = np.where(families >= 0, shared[:, np.maximum(families, 0)], 0.0) * lam  # items × judges
+    rows = []
+    for k, presentation in enumerate(PRESENTATIONS):
+        still = rng.normal(size=(n_items, n_judges))  # an order-invariant judge's noise, both orders
+        flips = rng.random((n_items, n_judges)) < p["flip"]
+        for run, f in (("AB", 1.0), ("BA", -1.0)):
+            noise = np.where(p["invariant"], still, rng.normal(size=(n_items, n_judges)))
+            d = np.outer(y, alpha) + g + np.outer(cue[:, k], beta) + f * gamma + noise
+            d = np.where(flips, f * 10.0, d)
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "task": np.repeat([f"{i}:{presentation}" for i in range(n_items)], n_judges),
+                        "worker": np.tile([f"j{j}" for j in range(n_judges)], n_items),
+                        "label": np.where(d > 0, "A", "B").ravel(),
+                        "score": (1 / (1 + np.exp(-1.7 * d))).ravel(),
+                        "run": run,
+                        "item": np.repeat(np.arange(n_items), n_judges),
+                        "presentation": presentation,
+                    }
+                )
+            )
+    votes = pd.concat(rows, ignore_index=True)
+    tasks = [f"{i}:{pr}" for pr in PRESENTATIONS for i in range(n_items)]
+    truth = pd.Series(
+        np.tile(np.where(y > 0, "A", "B"), len(PRESENTATIONS)),
+        index=pd.Index(tasks, name="task"),
+        name="label",
+    )
+    names = [f"j{j}" for j in range(n_judges)]
+    params = {
+        "regime": regime,
+        "seed": seed,
+        "n_tasks": len(tasks),
+        "family": family,
+        "cue_kept": float(p["cue_kept"]),
+        **{
+            key: dict(zip(names, np.asarray(p[key]).tolist(), strict=True))
+            for key in ("content", "shared", "family", "cue", "position", "invariant", "flip")
+        },
+    }
+    return Panel(votes, truth.sort_index(), params)
+
+
+def _shown_once(
+    rng: np.random.Generator, regime: str, n_tasks: int, seed: int, p: dict, family: bool
+) -> Panel:
+    """(ix) and (xi): each task shown once; judge j votes A when α_j·y + λ_j·G_{family(j), t} + β_j·c_t + τ_j + ε
+    > 0 (y, c = ±1; G, ε ~ N(0, 1)). Labels only: no score column."""
+    alpha, lam, beta, lean = p["content"], p["shared"], p["confounder"], p["lean"]
+    y = np.where(rng.random(n_tasks) < p["balance"], 1.0, -1.0)
+    c = np.where(rng.random(n_tasks) < 0.5, 1.0, -1.0)
+    families = np.asarray(p["family"])
+    shared = rng.normal(size=(n_tasks, max(int(families.max()) + 1, 1)))
+    g = np.where(families >= 0, shared[:, np.maximum(families, 0)], 0.0) * lam
+    d = np.outer(y, alpha) + g + np.outer(c, beta) + lean + rng.normal(size=(n_tasks, len(alpha)))
+    names = [f"j{j}" for j in range(len(alpha))]
+    votes = pd.DataFrame(
+        {
+            "task": np.repeat(np.arange(n_tasks), len(alpha)),
+            "worker": np.tile(names, n_tasks),
+            "label": np.where(d > 0, "A", "B").ravel(),
+        }
+    )
+    truth = pd.Series(np.where(y > 0, "A", "B"), index=pd.RangeIndex(n_tasks, name="task"), name="label")
+    params = {
+        "regime": regime,
+        "seed": seed,
+        "n_tasks": n_tasks,
+        "family": family,
+        "balance": float(p["balance"]),
+        **{
+            key: dict(zip(names, np.asarray(p[key]).tolist(), strict=True))
+            for key in ("content", "shared", "family", "confounder", "lean")
+        },
+    }
+    return Panel(votes, truth, params)
 
 
 def _below_chance_order(
