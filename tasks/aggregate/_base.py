@@ -5,7 +5,11 @@ Conventions (crowd-kit / scikit-learn style):
 - input is a long frame `task, worker, label` (categorical) or `task, worker, score` (continuous); a missing
   vote is a missing row; a row whose label/score is missing (NaN/None) counts as a missing vote;
 - a task whose every vote is missing is absent from the output (the evaluate flow re-adds it as `no_votes`);
-- several rows for one (task, worker) are runs (e.g. both display orders): matrix methods average them;
+- several rows for one (task, worker) are runs (e.g. both display orders). A `run` column names them; a method
+  whose model has one vote per judge and task (WS, UWS, CARE, WMV) then treats each (judge, run)
+  as its own worker (`run_workers`), so a judge's position effect stays a worker's own bias instead of being
+  averaged into ties (Dawid–Skene and MV count each run as a vote; cwv, ds_position and auto read the runs as
+  perturbations); without a `run` column, matrix methods average a judge's rows;
 - binary methods encode the first class (`classes[0]`, "A" by default) as +1 / 1 and the second as −1 / 0;
 - fitted attributes end in `_`; `labels_` reports exact ties as `tie`, never broken by column order.
 """
@@ -85,8 +89,30 @@ def resolve_classes(df: pd.DataFrame, kind: str, classes: tuple | None, name: st
     return tuple(classes) if classes is not None else DEFAULT_CLASSES
 
 
+RUN_SEPARATOR = " · "
+
+
+def run_workers(df: pd.DataFrame) -> pd.DataFrame:
+    """Each (judge, run) as a worker of its own (`judge · run`) where the frame has a `run` column; a row without
+    a run keeps its judge's name. Measured on the adversarial panel (issue 29): averaging the two display orders
+    of a judge into one vote cost CARE-SVD 0.82 → 0.33, because a judge that favours the first shown answer
+    becomes a tie on every task, where as two workers its position preference is a constant the model absorbs."""
+    if "run" not in df.columns:
+        return df
+    worker = df["worker"].astype(str)
+    named = df["run"].notna()
+    return df.assign(worker=worker.where(~named, worker + RUN_SEPARATOR + df["run"].astype(str)))
+
+
+def judge_of(worker: str) -> str:
+    """The judge a `run_workers` worker belongs to."""
+    return str(worker).split(RUN_SEPARATOR)[0]
+
+
 def vote_matrix(df: pd.DataFrame, kind: str, classes: tuple[str, str] | None = None) -> pd.DataFrame:
-    """Tasks × workers: the mean score, or for labels the share of runs voting for classes[0]; NaN = no vote."""
+    """Tasks × workers (a (judge, run) each where a `run` column names the runs): the mean score, or for labels
+    the share of votes for classes[0]; NaN = no vote."""
+    df = run_workers(df)
     if kind == "label":
         df = df.assign(label=(df["label"] == classes[0]).astype(float))
     return df.pivot_table(index="task", columns="worker", values=kind, aggfunc="mean", sort=True)

@@ -67,7 +67,7 @@ def method_labels(
         kind = default_input(name)
         if name == skip or (kind == "score" and not has_scores):
             continue
-        runs = [c for c in RUN_COLUMNS if c in df.columns] if name in USES_RUNS else []
+        runs = [c for c in (RUN_COLUMNS if name in USES_RUNS else ("run",)) if c in df.columns]
         params = {"input": "label"} if name == "baer" else {}
         try:
             est = get_aggregator(name, **params)

@@ -11,6 +11,10 @@ the algorithm is a few vectorised numpy lines.
 - Each iteration: E-step (posterior over true labels from priors and confusion matrices, in log space),
   then M-step (priors and confusion matrices from the posteriors).
 - Stops after `n_iter` iterations, or earlier when the evidence lower bound changes by less than `tol`.
+- Runs: several rows of one (task, worker) (e.g. a `run` column naming both display orders) are that judge's
+  repeated votes, each an observation of the same confusion matrix: the runs are modelled, not averaged. (As
+  workers of their own, one confusion per judge and run, it was 0.91 on LLMBar Natural against 0.95: twice
+  the parameters from 100 tasks; the same within a point on the pairwise families.)
 """
 
 from __future__ import annotations

@@ -112,7 +112,9 @@ def _fit_one(
     )  # P(first) = .5: no view
     estimator = get_aggregator(method, **{**defaults, **params.get(method, {})})
     kind = default_input(method)
-    extra = [c for c in RUN_COLUMNS if c in votes.columns] if method in USES_RUNS else []
+    # every method gets the runs (display orders): the consistency methods read them as perturbations, the
+    # one-vote-per-judge methods as workers of their own (_base.run_workers), never averaged into one vote
+    extra = [c for c in (RUN_COLUMNS if method in USES_RUNS else ("run",)) if c in votes.columns]
     used = votes[["task", "worker", kind, *extra]].dropna(subset=[kind])  # the columns it reads, not 8
     if method in BINARY_ONLY:
         estimator.classes = ("A", "B")  # both classes exist even if every vote names one

@@ -28,7 +28,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame, dev_series
+from judgeops.tasks.aggregate._base import (
+    BinaryAggregator,
+    binary_classes,
+    check_frame,
+    dev_series,
+    judge_of,
+    run_workers,
+)
 
 ESTIMATORS = ("disagreement", "bayesian", "stratified", "oracle", "given")
 RULES = ("spec_sens", "log_odds")
@@ -164,7 +171,9 @@ class WeightedMajorityVote(BinaryAggregator):
             df, "label", "WeightedMajorityVote", min_workers=2 if self.estimator == "disagreement" else 1
         )
         classes = binary_classes(df["label"], self.classes, "WeightedMajorityVote")
-        df = df.assign(label=(df["label"] == classes[0]).astype(float))
+        df = run_workers(df).assign(
+            label=(df["label"] == classes[0]).astype(float)
+        )  # a (judge, run) a worker
         share = df.pivot_table(index="task", columns="worker", values="label", aggfunc="mean", sort=True)
         truth = dev_series(dev_labels, classes, share.index) if dev_labels is not None else None
         strata = None
@@ -175,7 +184,8 @@ class WeightedMajorityVote(BinaryAggregator):
         if self.estimator == "given":
             given = pd.DataFrame.from_dict(self.rates or {}, orient="index", columns=["fpr", "fnr"])
             fallback = error_rates(share, "disagreement", rule=self.rule) if share.shape[1] > 1 else None
-            self.errors_ = given.reindex(share.columns)
+            # rates are given per judge: each of its runs takes them
+            self.errors_ = given.reindex([judge_of(w) for w in share.columns]).set_axis(share.columns)
             if fallback is not None:
                 self.errors_ = self.errors_.fillna(fallback)
             if self.errors_.isna().any().any():
