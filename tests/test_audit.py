@@ -37,14 +37,15 @@ def test_the_proposal_is_stratified_weighted_and_reproducible():
 
 
 def test_fifty_labels_break_the_mirror_of_a_below_chance_panel():
-    """(v): every vote-only method takes the wrong side (auto keeps MV at 0.36); 50 labels (4 %) settle it."""
-    panel = make_panel("below_chance_order", n_tasks=1200, seed=4)
+    """(v), a draw where the most consistent judge is below chance: the label-free consensus takes the wrong
+    side (auto 0.17); 50 labels (4 %) settle it."""
+    panel = make_panel("below_chance_order", n_tasks=1200, seed=1, family=True)
     free = accuracy(get_aggregator("auto").fit_predict(panel.votes), panel.truth)
     proposal = audit.propose(panel.votes, 50, seed=0).set_index("task")
     result = audit.refit(panel.votes, panel.truth.reindex(proposal.index), proposal["weight"])
     assert free < 0.5
     assert result["head"] != "label_free" and result["n_labels"] == 50
-    assert accuracy(result["labels"], panel.truth) >= best_single_judge(panel)  # measured 0.83 vs 0.73
+    assert accuracy(result["labels"], panel.truth) >= best_single_judge(panel)  # measured 0.80 vs 0.68
 
 
 def test_fifty_labels_find_the_method_that_reads_a_clique_right():

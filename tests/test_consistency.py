@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from judgeops.tasks.aggregate import get_aggregator
+from judgeops.tasks.aggregate.auto import CHOICES
 from judgeops.tasks.aggregate.consistency import consistency_signals, implied_accuracy, pairwise_agreement
 from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_panel
 
@@ -115,15 +116,18 @@ def test_auto_is_never_more_than_a_point_below_majority_vote(regime):
     mv = accuracy(get_aggregator("mv").fit_predict(panel.votes), panel.truth)
     auto = get_aggregator("auto").fit(panel.votes)
     assert accuracy(auto.labels_, panel.truth) >= mv - 0.01
-    assert auto.choice_ in ("mv", "dawid_skene", "cwv", "ds_position") and auto.reason_
+    assert auto.choice_ in CHOICES and auto.reason_
 
 
 def test_auto_says_what_it_chose_and_why():
     auto = get_aggregator("auto").fit(make_panel("adversarial_surface", n_tasks=900, seed=0).votes)
-    assert auto.choice_ == "ds_position"
-    assert "keeps its verdict" in auto.reason_ and auto.evidence_["best_implied_accuracy"] > 0.9
+    assert auto.choice_ == "ds_position+cwv"
+    assert "keeps its verdict best" in auto.reason_ and auto.evidence_["best_implied_accuracy"] > 0.9
     plain = get_aggregator("auto").fit(make_panel("independent", n_tasks=900, seed=0).votes)
-    assert plain.choice_ in ("dawid_skene", "mv") and "n_judges" in plain.evidence_
+    assert plain.choice_ == "dawid_skene" and "conditionally independent" in plain.reason_
+    clique = get_aggregator("auto").fit(make_panel("many_weak_correlated", n_tasks=900, seed=0).votes)
+    assert clique.choice_ == "cwv" and "err in correlated groups" in clique.reason_
+    assert clique.evidence_["effective_judges"] < clique.evidence_["n_judges"]
 
 
 def test_families_draw_different_parameters_per_seed_and_record_them():

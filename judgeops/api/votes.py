@@ -56,6 +56,7 @@ class Aggregated:
             )
         if s["method"] == "auto":
             out.append(f"auto chose {s['choice']}: {s['reason']}")
+        out += [f"{s['method']} fell back: {note}" for note in s.get("fallbacks", [])]
         scored = s.get("scored") or {}
         if scored.get("scored_outside_dev_labels"):
             out.append(f"scored on {scored['n']} tasks outside the development labels")
@@ -134,6 +135,8 @@ def aggregate_file(
     }
     if method == "auto":
         summary.update(choice=estimator.choice_, reason=estimator.reason_, evidence=estimator.evidence_)
+    if getattr(estimator, "fallbacks_", None):
+        summary["fallbacks"] = list(estimator.fallbacks_)
     if truth is not None:
         summary["scored"] = _score(estimator, labels, votes, kind, truth, truth_kind, truth_path)
         if dev is not None:

@@ -1,41 +1,62 @@
-"""`auto`: a label-free choice among the aggregators, per panel, with majority vote as the fallback.
+"""`auto`: a label-free consensus that reads whatever evidence the panel carries, and says what it read.
 
 No label-free criterion can rank methods in general: votes alone cannot tell a consensus from its mirror
-image, and a clique of judges sharing a bias looks like strong agreement. So `auto` does not search for the
-best score; it goes through a short list of checks, each tied to the assumption that a method needs, and
-takes a method only when the evidence for that assumption is present. Otherwise it keeps majority vote.
+image, and a clique of judges sharing a bias looks like strong agreement. `auto` therefore does not search
+for the best score; it takes the reading whose assumption the panel gives evidence for, and keeps majority
+vote where it has none. The candidates are four latent-class readings of the same votes, from the least to
+the most assuming:
 
-1. Perturbation evidence (the panel saw tasks in both orders or several presentations; consistency.py):
-   when some judge's verdicts survive the perturbations so well that its implied per-run accuracy is at
-   least `strong_consistency` (0.9, on at least `min_pairs` pairs), and the judges differ (the best implied
-   accuracy exceeds the median by `min_spread`), the judges that read the content are identifiable:
-   take the position-aware Dawid–Skene (ds_position), which starts from the consistency-weighted vote and
-   discounts order-driven verdicts and correlated judges. If ds_position and the consistency-weighted vote
-   disagree on more than `max_disagreement` of the tasks, the EM has wandered to another mode: take cwv.
-2. Independent judges: Dawid–Skene weighs better judges more, but it assumes the judges are conditionally
-   independent given the truth and it has a mirror mode. It is taken only when (a) no judge counts as
-   more than `clique_multiplicity` judges by the dependence check of the weighted vote (cwv.py: residual
-   correlation given the consensus; a clique or a shared confounder raises it — and so, less, does a
-   consensus that errs where several good judges are right, which makes this check conservative), and
-   (b) it lands on majority vote's side of the mirror (it agrees with majority vote on at least
-   `min_agreement` of the tasks both decide), and (c) where the panel saw perturbations, its judges are
-   mostly consistent (median implied accuracy ≥ `weak_consistency`): judges that mostly flip with the
-   order or presentation may be below chance, and Dawid–Skene sharpens whichever side majority vote is
-   on, the wrong one included (regime v).
-3. Otherwise: majority vote.
+- mv: every vote counts once (one shared accuracy, no dependence);
+- dawid_skene: a confusion matrix per judge (per judge and run where runs are named), judges independent
+  given the truth;
+- cwv: each judge weighted by the accuracy its perturbation consistency implies, divided by its effective
+  multiplicity (the dependence correction of cwv.py);
+- ds_position: a confusion per judge and display context, started from cwv and tempered by the same
+  multiplicities (a composite likelihood in which a clique counts about once).
 
-`choice_` names the method, `reason_` says why in one sentence, `evidence_` holds the numbers.
+The choice:
 
-The thresholds are round numbers set from the reasoning above, not fitted: one was added after a test
-(`weak_consistency`, when the fixed regime (v) showed Dawid–Skene sharpening a below-chance majority), and
-all were then checked on 50 random draws of every synthetic regime family (BENCHMARKS.md).
+1. Perturbation evidence (some judge saw tasks in both orders or several presentations, on at least
+   `min_pairs` pairs): the consistency reading, the average of ds_position's and cwv's posteriors. Both rest
+   on one assumption — a judge whose verdict survives the perturbations reads the content and is better than
+   chance — and use it differently: cwv weighs each run by it, ds_position models each judge's position
+   preference and lets EM refine the weights. EM can move ds_position to the other mode of its likelihood;
+   where the two disagree the average goes with the more confident of them, so one wandering fit does not
+   decide alone. This also settles the panels whose strong judge is only a little more consistent than the
+   rest (LLMBar Natural: GPT-4's implied accuracy 0.97 against a median of 0.88, where the old rule asked for a
+   spread of 0.1 and kept majority vote at 0.91; the average reaches 0.97).
+2. No perturbation, and most judges look conditionally independent (fewer than `max_dependent_share` of them
+   count as more than `clique_multiplicity` judges by cwv's dependence check), and Dawid–Skene lands on
+   majority vote's side of the mirror (agreement ≥ `min_agreement`): dawid_skene, which weighs better judges
+   more. The assumption: Dawid–Skene's latent class is the truth while the judges it explains as independent
+   are the majority; a minority that errs together (or, as the check is made against majority vote, a few
+   strong judges right together where the vote is wrong: regime iii) does not move its latent.
+3. No perturbation, and most judges are in correlated groups (a clique, a family, a confounder they share):
+   cwv, which is then majority vote with each judge's vote divided by its effective multiplicity (a group
+   counts about once), if it lands on majority vote's side; else majority vote. (Tempered Dawid–Skene,
+   ds_position without contexts, was 1–3 points below it on those families: EM drifts from the corrected
+   vote back towards the group it was meant to discount.)
 
-Where it cannot help: a panel whose most consistent judges are stable but wrong (step 1 then follows
-them), and below-chance panels without perturbations (every vote-only method takes the wrong side).
+Every task some judge decided gets a label: where the chosen reading is an exact tie (½), the tie is broken by
+the next reading in the order ds_position+cwv → dawid_skene → cwv → mv → the most reliable judge who voted on the
+task (largest cwv weight, its runs' majority) → the consensus's majority class (`tie_breaks_` counts each).
+
+`choice_` names the reading, `reason_` says why in one sentence, `evidence_` holds the numbers.
+
+Where it cannot help, and what the user sees then (BENCHMARKS.md, the families of synthetic.py):
+- a panel whose most consistent judges are stable but wrong: step 1 follows them. Reward models score each
+  answer on its own, so their verdicts never change with the order and look as consistent as a judge that
+  reads (regime x: auto stays at majority vote's level there, far below the order-sensitive best judge);
+- a clique or a confounder on a panel shown once (regimes ii, iv, xi): second-order evidence cannot tell a
+  group's shared error from the truth. The dependence check and the share rule of step 2 are a bet on the
+  majority; on (ii) and (iv) it loses on the draws where the correlated group is under half the panel;
+  only scores (CARE-Tensor) or labels settle those panels.
+The identifiability diagnostic (estimate.py) warns on such panels and says how many labels would settle them.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame
@@ -44,6 +65,9 @@ from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import MajorityVote
 from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
+
+CONSISTENCY = "ds_position+cwv"
+CHOICES = (CONSISTENCY, "dawid_skene", "cwv", "mv")  # the readings auto takes, in tie-breaking order
 
 
 def agreement(one: pd.Series, other: pd.Series, classes: tuple[str, str]) -> float:
@@ -55,84 +79,148 @@ def agreement(one: pd.Series, other: pd.Series, classes: tuple[str, str]) -> flo
     return float((both.iloc[:, 0][decided] == both.iloc[:, 1][decided]).mean())
 
 
+def first_class_posterior(estimator, classes: tuple[str, str], tasks: pd.Index) -> pd.Series:
+    """P(classes[0]) per task from a fitted estimator (NaN where it has no row for a task)."""
+    probas = estimator.probas_
+    p = probas[classes[0]] if classes[0] in probas.columns else pd.Series(0.0, index=probas.index)
+    return p.reindex(tasks).astype(float)
+
+
 class AutoAggregator(BinaryAggregator):
-    """Fitted: `choice_` (the method taken), `reason_`, `evidence_` (dict of the numbers behind the
-    choice), `chosen_` (the fitted estimator), `probas_`, `labels_`."""
+    """Fitted: `choice_` (the reading taken), `reason_`, `evidence_` (dict of the numbers behind the
+    choice), `candidates_` (name → fitted estimator), `posteriors_` (tasks × candidate: P(first class)),
+    `tie_breaks_` (rule → tasks it decided), `probas_`, `labels_`."""
 
     def __init__(
         self,
         classes: tuple[str, str] | None = None,
         min_pairs: int = 50,
-        strong_consistency: float = 0.9,
-        min_spread: float = 0.1,
-        max_disagreement: float = 0.1,
         clique_multiplicity: float = 1.5,
+        max_dependent_share: float = 0.5,
         min_agreement: float = 0.5,
-        weak_consistency: float = 0.8,
     ):
-        self.classes, self.min_pairs, self.strong_consistency = classes, min_pairs, strong_consistency
-        self.min_spread, self.max_disagreement = min_spread, max_disagreement
-        self.clique_multiplicity, self.min_agreement = clique_multiplicity, min_agreement
-        self.weak_consistency = weak_consistency
+        self.classes, self.min_pairs = classes, min_pairs
+        self.clique_multiplicity, self.max_dependent_share = clique_multiplicity, max_dependent_share
+        self.min_agreement = min_agreement
 
     def fit(self, df: pd.DataFrame) -> AutoAggregator:
         df = check_frame(df, "label", "AutoAggregator")
         classes = binary_classes(df["label"], self.classes, "AutoAggregator")
         df = df[df["label"].isin(classes)]
         cwv = ConsistencyWeightedVote(classes=classes).fit(df)
+        pds = PositionDawidSkene(classes=classes).fit(df, start=cwv)
+        mv = MajorityVote().fit(df)
+        ds = DawidSkene().fit(df)
+        tasks = pd.Index(sorted(df["task"].unique()), name="task")
+        post = pd.DataFrame(
+            {
+                CONSISTENCY: (
+                    first_class_posterior(pds, classes, tasks) + first_class_posterior(cwv, classes, tasks)
+                )
+                / 2,
+                "dawid_skene": first_class_posterior(ds, classes, tasks),
+                "cwv": first_class_posterior(cwv, classes, tasks),
+                "mv": first_class_posterior(mv, classes, tasks).fillna(0.0),
+            },
+            index=tasks,
+        )
+        self.candidates_ = {"mv": mv, "dawid_skene": ds, "cwv": cwv, "ds_position": pds}
+        labels = {name: _labels(post[name], classes) for name in post.columns}
+        m = cwv.multiplicity_
         evidence: dict = {
-            "n_tasks": int(df["task"].nunique()),
+            "n_tasks": len(tasks),
             "n_judges": int(df["worker"].nunique()),
-            "max_multiplicity": float(cwv.multiplicity_.max()),
+            "max_multiplicity": float(m.max()),
+            "dependent_share": float((m > self.clique_multiplicity).mean()),
+            "effective_judges": float((1 / m).sum()),
+            "agreement_with_mv": {
+                name: agreement(labels[name], labels["mv"], classes)
+                for name in (CONSISTENCY, "dawid_skene", "cwv")
+            },
         }
-        chosen, reason = None, None
+        measured = pd.Series(dtype=float)
         if has_perturbations(df) and "implied_accuracy" in cwv.signals_.columns:
             sig = cwv.signals_
-            measured = sig[(sig["order_pairs"] + sig["presentation_pairs"]) >= self.min_pairs]
-            if len(measured):
-                q = measured["implied_accuracy"]
-                evidence.update(
-                    best_consistent_judge=str(q.idxmax()),
-                    best_implied_accuracy=float(q.max()),
-                    median_implied_accuracy=float(q.median()),
-                )
-                if q.max() >= self.strong_consistency and q.max() - q.median() >= self.min_spread:
-                    pds = PositionDawidSkene(classes=classes).fit(df, start=cwv)
-                    agree = agreement(pds.labels_, cwv.labels_, classes)
-                    evidence["ds_position_vs_cwv_agreement"] = agree
-                    if agree >= 1 - self.max_disagreement:
-                        chosen, name = pds, "ds_position"
-                    else:
-                        chosen, name = cwv, "cwv"
-                    reason = (
-                        f"judge {q.idxmax()} keeps its verdict across orders and presentations "
-                        f"(implied accuracy {q.max():.2f} vs median {q.median():.2f}): the consistent "
-                        f"judges are identifiable, so {name} weighs them"
-                    )
-        if chosen is None:
-            mv = MajorityVote().fit(df)
-            ds = DawidSkene().fit(df)
-            agree = agreement(ds.labels_, mv.labels_, classes)
-            evidence["dawid_skene_vs_mv_agreement"] = agree
-            if cwv.multiplicity_.max() > self.clique_multiplicity:
-                chosen, name = mv, "mv"
+            measured = sig.loc[
+                (sig["order_pairs"] + sig["presentation_pairs"]) >= self.min_pairs, "implied_accuracy"
+            ]
+        if len(measured):
+            evidence.update(
+                most_consistent_judge=str(measured.idxmax()),
+                best_implied_accuracy=float(measured.max()),
+                median_implied_accuracy=float(measured.median()),
+                ds_position_vs_cwv_agreement=agreement(pds.labels_, cwv.labels_, classes),
+            )
+            name = CONSISTENCY
+            reason = (
+                f"the judges saw each task under perturbations (orders, presentations): judge {measured.idxmax()} "
+                f"keeps its verdict best (implied accuracy {measured.max():.2f}, median {measured.median():.2f}), "
+                "so the consistency reading (ds_position and cwv, averaged) weighs the judges that read the content"
+            )
+        else:
+            pair = cwv.most_correlated_pair_
+            dependent = evidence["dependent_share"] >= self.max_dependent_share
+            if not dependent and evidence["agreement_with_mv"]["dawid_skene"] >= self.min_agreement:
+                name = "dawid_skene"
                 reason = (
-                    f"judge {cwv.multiplicity_.idxmax()} counts as {cwv.multiplicity_.max():.1f} judges "
-                    "(correlated errors), so Dawid–Skene's independence does not hold: majority vote"
+                    f"no perturbation, and most judges look conditionally independent ("
+                    f"{evidence['dependent_share']:.0%} count as more than {self.clique_multiplicity:g} judges): "
+                    "Dawid–Skene weighs them by fitted skill"
                 )
-            elif evidence.get("median_implied_accuracy", 1.0) < self.weak_consistency:
-                chosen, name = mv, "mv"
-                reason = (
-                    f"most judges flip with the order or presentation (median implied accuracy "
-                    f"{evidence['median_implied_accuracy']:.2f}): the panel may be below chance, and "
-                    "Dawid–Skene would sharpen majority vote's side whichever it is: majority vote"
-                )
-            elif agree >= self.min_agreement:
-                chosen, name = ds, "dawid_skene"
-                reason = "judges look conditionally independent: Dawid–Skene weighs them by fitted skill"
-            else:
-                chosen, name = mv, "mv"
+            elif not dependent:
+                name = "mv"
                 reason = "Dawid–Skene took the mirror side of majority vote: majority vote"
-        self.choice_, self.reason_, self.evidence_, self.chosen_ = name, reason, evidence, chosen
-        probas = chosen.probas_.reindex(columns=list(classes), fill_value=0.0)
-        return self._finish(probas[classes[0]].to_numpy(), probas.index, classes)
+            elif evidence["agreement_with_mv"]["cwv"] >= self.min_agreement:
+                name = "cwv"
+                reason = (
+                    f"no perturbation, and {evidence['dependent_share']:.0%} of the judges err in correlated groups "
+                    f"(judges {pair[0]} and {pair[1]}: residual correlation {pair[2]:.2f}; "
+                    f"{evidence['effective_judges']:.1f} effective judges of {evidence['n_judges']}): a vote that "
+                    "counts each group about once"
+                )
+            else:
+                name = "mv"
+                reason = "the dependence-corrected vote took the mirror side of majority vote: majority vote"
+        chosen = post[name]
+        final, self.tie_breaks_ = _break_ties(chosen, post, name, df, cwv, classes)
+        evidence["ties_broken"] = int(sum(self.tie_breaks_.values()))
+        self.choice_, self.reason_, self.evidence_ = name, reason, evidence
+        self.posteriors_ = post
+        return self._finish(final.to_numpy(), tasks, classes)
+
+
+def _labels(p: pd.Series, classes: tuple[str, str]) -> pd.Series:
+    return pd.Series(np.where(p > 0.5, classes[0], np.where(p < 0.5, classes[1], "tie")), index=p.index)
+
+
+def _break_ties(
+    chosen: pd.Series, post: pd.DataFrame, name: str, df: pd.DataFrame, cwv, classes: tuple[str, str]
+) -> tuple[pd.Series, dict[str, int]]:
+    """The chosen posterior with each exact tie (½) decided by the next reading that decides it (module
+    docstring); a tie-broken task keeps a posterior just off ½ (½ ± 1e-6), so its confidence stays honest."""
+    final, counts = chosen.copy(), {}
+    for rule in [c for c in CHOICES if c != name]:
+        tied = (final == 0.5) & post[rule].notna() & (post[rule] != 0.5)
+        if tied.any():
+            final[tied] = np.where(post.loc[tied, rule] > 0.5, 0.5 + 1e-6, 0.5 - 1e-6)
+            counts[rule] = int(tied.sum())
+    tied = final == 0.5
+    if tied.any():  # the most reliable judge who voted on the task, by its runs' majority
+        weight = cwv.weights_
+        sub = df[df["task"].isin(final.index[tied])].assign(
+            sign=np.where(df.loc[df["task"].isin(final.index[tied]), "label"] == classes[0], 1.0, -1.0),
+            weight=lambda f: f["worker"].map(weight).fillna(0.0),
+        )
+        lean = sub.groupby(["task", "worker"]).agg(sign=("sign", "sum"), weight=("weight", "first"))
+        lean = lean[lean["sign"] != 0].sort_values("weight", ascending=False, kind="stable")
+        top = lean.groupby(level="task")["sign"].first()
+        decided = top.index[top != 0]
+        if len(decided):
+            final[decided] = np.where(top[decided] > 0, 0.5 + 1e-6, 0.5 - 1e-6)
+            counts["most_reliable_judge"] = len(decided)
+    tied = final == 0.5
+    if tied.any():  # nothing separates them: the consensus's majority class
+        first = bool((final > 0.5).sum() >= (final < 0.5).sum())
+        final[tied] = 0.5 + 1e-6 if first else 0.5 - 1e-6
+        counts["majority_class"] = int(tied.sum())
+    return final, counts

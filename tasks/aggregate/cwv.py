@@ -58,7 +58,8 @@ def signed_votes(df: pd.DataFrame, classes: tuple[str, str], aggfunc: str = "sum
 class ConsistencyWeightedVote(BinaryAggregator):
     """Fitted: `signals_` (consistency_signals per judge), `consistency_weights_` (worker: log-odds weight
     from consistency), `multiplicity_` (worker: effective multiplicity from residual correlation; 1 without
-    the dependence correction), `weights_` (the weights used: their ratio), `fallback_` (None, or why some
+    the dependence correction), `weights_` (the weights used: their ratio), `residual_correlation_` (judges × judges),
+    `most_correlated_pair_` ((judge, judge, ρ): the pair that errs together most), `fallback_` (None, or why some
     or all judges got a default weight), `scores_` (the weighted sum), `probas_`, `labels_` (a task whose
     weighted sum is exactly 0 is a tie).
 
@@ -101,10 +102,15 @@ class ConsistencyWeightedVote(BinaryAggregator):
         base = weight.reindex(votes.columns).to_numpy(dtype=float)
         x = votes.to_numpy()
         share = signed_votes(by_unit, classes, "mean").to_numpy()
-        multiplicity = np.ones(len(base))
+        multiplicity, rho = np.ones(len(base)), np.eye(len(base))
         if self.dependence and x.shape[1] > 2:
             for _ in range(self.n_rounds):
-                multiplicity = effective_multiplicity(share, np.nansum(x * base / multiplicity, axis=1))
+                rho = residual_correlation(share, np.nansum(x * base / multiplicity, axis=1))
+                multiplicity = np.clip(rho, 0.0, None).sum(axis=1)
+        self.residual_correlation_ = pd.DataFrame(rho, index=votes.columns, columns=votes.columns)
+        off = np.where(np.eye(len(base), dtype=bool), -np.inf, rho)
+        j, k = np.unravel_index(int(np.argmax(off)), off.shape) if len(base) > 1 else (0, 0)
+        self.most_correlated_pair_ = (str(votes.columns[j]), str(votes.columns[k]), float(rho[j, k]))
         self.consistency_weights_ = pd.Series(base, index=votes.columns, name="weight")
         self.multiplicity_ = pd.Series(multiplicity, index=votes.columns, name="multiplicity")
         self.weights_ = (self.consistency_weights_ / self.multiplicity_).rename("weight")
@@ -121,12 +127,12 @@ class ConsistencyWeightedVote(BinaryAggregator):
         return self._finish(p, index, classes)
 
 
-def effective_multiplicity(share: np.ndarray, consensus: np.ndarray) -> np.ndarray:
-    """m_j = Σ_k max(0, ρ_jk): how many judges' worth of the same evidence judge j's votes repeat.
+def residual_correlation(share: np.ndarray, consensus: np.ndarray) -> np.ndarray:
+    """Judges × judges: the correlation of the judges' residuals after removing each judge's mean vote within
+    each consensus class (tasks where the consensus is 0 are left out); 0 where fewer than 10 tasks pair two
+    judges, 1 on the diagonal.
 
-    share: tasks × judges, the judge's mean vote in [−1, 1] (NaN: no vote); consensus: tasks, a signed score.
-    ρ is the correlation of the judges' residuals after removing each judge's mean vote within each
-    consensus class (tasks where the consensus is 0 are left out)."""
+    share: tasks × judges, the judge's mean vote in [−1, 1] (NaN: no vote); consensus: tasks, a signed score."""
     sign = np.sign(consensus)
     resid = np.full(share.shape, np.nan)
     for cls in (-1.0, 1.0):
@@ -138,4 +144,4 @@ def effective_multiplicity(share: np.ndarray, consensus: np.ndarray) -> np.ndarr
     rho = pd.DataFrame(resid).corr(min_periods=10).to_numpy()
     rho = np.where(np.isfinite(rho), rho, 0.0)
     np.fill_diagonal(rho, 1.0)
-    return np.clip(rho, 0.0, None).sum(axis=1)
+    return rho

@@ -53,7 +53,7 @@ class PositionDawidSkene(BinaryAggregator):
     `accuracy_` (worker: P(right), averaged over contexts and the fitted class balance),
     `position_bias_` (worker: P(votes the candidate shown first), on runs with a known context),
     `multiplicity_` (worker: the tempering divisor), `init_` ("consistency" or "mv"), `mirrored_`,
-    `loss_history_`, `probas_`, `labels_`."""
+    `fallbacks_` (what it could not do: no display order to model), `loss_history_`, `probas_`, `labels_`."""
 
     def __init__(
         self,
@@ -80,7 +80,13 @@ class PositionDawidSkene(BinaryAggregator):
         vote = (df["label"] == classes[0]).to_numpy(dtype=float)
         first = shown_first(df, classes)
         ctx = np.full(len(df), 2)
-        if first is not None:
+        self.fallbacks_ = []
+        if first is None:
+            self.fallbacks_.append(
+                "no display order in the votes (no `run` named by the labels in display order, no `shown_first`): "
+                "no position term; fitted as Dawid–Skene tempered by the judges' dependence"
+            )
+        else:
             ctx = np.where(first.to_numpy() == classes[0], 0, np.where(first.to_numpy() == classes[1], 1, 2))
         self._rows = (t, w, ctx, vote, len(tasks), len(workers))
 

@@ -78,6 +78,8 @@ def prepare_votes(
         tied = keyed == tie_label if tie_label is not None else pd.Series(False, index=votes.index)
         ties = int(tied.sum())
         votes = votes.assign(label=keyed)[~tied]
+        if "shown_first" in votes.columns:  # names a label: keyed the same way, or 0/1 labels never match it
+            votes = votes.assign(shown_first=label_key(votes["shown_first"]))
     if "run" in votes.columns:
         votes = votes.assign(run=votes["run"].astype(str))
     return votes, ties
