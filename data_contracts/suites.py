@@ -235,6 +235,9 @@ def aggregation_notes_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
         *_keys("method"),
         _probability("agreement_with_mv"),
         _probability("agreement_with_auto"),
+        _probability("estimated_accuracy"),
+        _probability("estimated_ci_low"),
+        _probability("estimated_ci_high"),
     ]
 
 

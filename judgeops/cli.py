@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -219,56 +218,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted(command: str, exc: BaseException | None, stopped=None, late: str = "") -> int | None:
-    """128 + the signal that stopped a command (noted by its signals_end_the_run block, `stopped`, or carried by
-    `exc`), after one line saying so; None when no signal stopped it."""
-    if stopped is None:
-        if isinstance(exc, KeyboardInterrupt):
-            signum = getattr(exc, "signum", signal.SIGINT)
-            print(
-                f"judgeops {command}: interrupted by {signal.Signals(signum).name}; stopped", file=sys.stderr
-            )
-            return 128 + signum
-        return None
-    from judgeops.api.interrupts import signal_in
-
-    signum = signal_in(exc, stopped)
-    if signum is None:
-        return None
-    name = signal.Signals(signum).name
-    print(f"judgeops {command}: interrupted by {name}{f' {late}' if late else ''}; stopped", file=sys.stderr)
-    return 128 + signum
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.debug and args.command in ("run", "ingest", "recalibrate", "backfill"):
         from judgeops.api.errors import quiet_tracebacks  # lazy: it loads Prefect, which --help does not need
 
         quiet_tracebacks()
-    stopped = None  # a run command's signals_end_the_run block: which signal stopped it
-    try:
-        if args.command not in ("run", "ingest", "recalibrate"):
-            return args.fn(args)
-        from judgeops.api.interrupts import signals_end_the_run
+    from judgeops.api.interrupts import run_command  # signals end a run cleanly (its docstring)
 
-        with (
-            signals_end_the_run() as stopped
-        ):  # SIGINT and SIGTERM; the temporary Prefect server is stopped too
-            code = args.fn(args)
-        return _interrupted(args.command, None, stopped, "after the run had completed") or code
-    except KeyboardInterrupt as exc:
-        return _interrupted(args.command, exc, stopped) or 130
+    try:
+        code, line = run_command(args.command, lambda: args.fn(args))
     except Exception as exc:
-        if (code := _interrupted(args.command, exc, stopped)) is not None:  # a signal's exception, replaced
-            return code
         from judgeops.api.errors import describe  # lazy: see quiet_tracebacks
 
         known = describe(exc, args.command)
         if known is None or args.debug:
             raise
-        print(known[1], file=sys.stderr)  # unwrapped, so paths and keys stay on one line
-        return known[0]
+        code, line = known
+    if line:
+        print(line, file=sys.stderr)  # unwrapped, so paths and keys stay on one line
+    return code
 
 
 if __name__ == "__main__":

@@ -293,11 +293,14 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
         ),
         ArtifactSchema(
             "aggregation_notes",
-            1,
+            2,
             _s(
                 pa.field("method", _STR, nullable=False),
                 pa.field("agreement_with_mv", _F),
                 pa.field("agreement_with_auto", _F),
+                pa.field("estimated_accuracy", _F),
+                pa.field("estimated_ci_low", _F),
+                pa.field("estimated_ci_high", _F),
                 pa.field("warning", _STR),
                 pa.field("choice", _STR),
                 pa.field("reason", _STR),
@@ -305,8 +308,10 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("fallbacks", _STR),
             ),
             ("method",),
-            "per aggregation method: label-free agreement with majority vote and with auto's consensus, a "
-            "warning when its check fails; auto's row names the method it chose, why, and the evidence (JSON); "
+            "per aggregation method: label-free agreement with majority vote and with auto's consensus, its "
+            "accuracy estimated without labels with a 90% interval (tasks/aggregate/estimate.py), a warning when "
+            "its check fails; auto's row names the method it chose, why, the evidence (JSON, with the "
+            "identifiability diagnostic) and, as its warning, why the panel may not be resolvable without labels; "
             "fallbacks: what a fit did instead when a numerical step failed",
         ),
         ArtifactSchema(

@@ -8,6 +8,7 @@ unparsable outputs included); 1 the run itself stopped (elsewhere). Where severa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -60,10 +61,17 @@ def summary(run: Run, fail_under: dict[str, float] | None = None, fail_on: list[
         }
         for judge, row in cov.iterrows()
     }
+    notes = _notes(run)
     consensus = {
         judge.removeprefix(PANEL_PREFIX): {
             "accuracy": _number(overall, judge, "estimate"),
             "ci": [_number(overall, judge, "ci_low"), _number(overall, judge, "ci_high")],
+            # without labels (tasks/aggregate/estimate.py), beside judgerEva's accuracy with its planted labels
+            "estimated_accuracy": _number(notes, judge.removeprefix(PANEL_PREFIX), "estimated_accuracy"),
+            "estimated_accuracy_ci": [
+                _number(notes, judge.removeprefix(PANEL_PREFIX), "estimated_ci_low"),
+                _number(notes, judge.removeprefix(PANEL_PREFIX), "estimated_ci_high"),
+            ],
         }
         for judge in overall.index
         if judge.startswith(PANEL_PREFIX)
@@ -81,6 +89,7 @@ def summary(run: Run, fail_under: dict[str, float] | None = None, fail_on: list[
         "report": str(run.report),
         "judges": judges,
         "consensus": consensus,
+        "identifiability": _identifiability(notes),
         "drift": drift,
         "gates": gates,
         "partial_coverage": partial,
@@ -90,11 +99,17 @@ def summary(run: Run, fail_under: dict[str, float] | None = None, fail_on: list[
 
 def summary_lines(result: dict) -> list[str]:
     """The summary as `judgeops run` prints it without --json: where the run is, then gates and coverage."""
-    lines = [
-        f"run {result['run_id']}",
-        f"artifacts: {Path(result['report']).parent}",
-        f"report: {result['report']}",
-    ]
+    lines = [f"run {result['run_id']}"]
+    auto = result["consensus"].get("auto") or {}
+    if auto.get("estimated_accuracy") is not None:
+        low, high = auto["estimated_accuracy_ci"]
+        lines.append(
+            f"auto: accuracy estimated without labels {auto['estimated_accuracy']:.3f} [{low:.3f}, {high:.3f}]"
+            + (f", on judgerEva {auto['accuracy']:.3f}" if auto.get("accuracy") is not None else "")
+        )
+    if (result.get("identifiability") or {}).get("warning"):
+        lines.append(f"warning: {result['identifiability']['warning']}")
+    lines += [f"artifacts: {Path(result['report']).parent}", f"report: {result['report']}"]
     for g in result["gates"]:
         lines.append(
             f"gate {g['name']} ≥ {g['minimum']}: {g['accuracy']} {'passed' if g['passed'] else 'FAILED'}"
@@ -103,6 +118,21 @@ def summary_lines(result: dict) -> list[str]:
     if result["partial_coverage"]:
         lines.append("partial coverage: " + ", ".join(f"{j} {v['coverage']:.3f}" for j, v in short.items()))
     return lines
+
+
+def _notes(run: Run) -> pd.DataFrame:
+    """The run's aggregation notes by method (empty where the run has none)."""
+    try:
+        return run.load("aggregation_notes").set_index("method")
+    except Exception:  # noqa: BLE001 - an older run, or one without an aggregate stage: no estimates
+        return pd.DataFrame(columns=["estimated_accuracy", "estimated_ci_low", "estimated_ci_high"])
+
+
+def _identifiability(notes: pd.DataFrame) -> dict | None:
+    """auto's identifiability diagnostic (effective judges, identifiable, reasons, audit_k, warning)."""
+    if "auto" not in notes.index or "evidence" not in notes.columns or not notes.at["auto", "evidence"]:
+        return None
+    return json.loads(notes.at["auto", "evidence"]).get("identifiability")
 
 
 def _number(table: pd.DataFrame, judge: str, column: str) -> float | None:

@@ -17,11 +17,20 @@ import functools
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from judgeops.schemas.liveness import Interrupted, forget_signals, note_signal, signal_received
 
-__all__ = ["Interrupted", "Stopped", "signal_in", "signals_end_the_run", "start_server_here"]
+__all__ = [
+    "Interrupted",
+    "Stopped",
+    "interrupted",
+    "run_command",
+    "signal_in",
+    "signals_end_the_run",
+    "start_server_here",
+]
+RUN_COMMANDS = ("run", "ingest", "recalibrate")  # the commands that run a flow in this process
 
 
 def _raise(signum: int, frame) -> None:
@@ -99,6 +108,42 @@ def _temporary_server():
         finally:
             module.subprocess.Popen = popen
     return server
+
+
+def interrupted(
+    command: str, exc: BaseException | None, stopped: Stopped | None = None, late: str = ""
+) -> tuple[int, str] | None:
+    """(128 + the signal that stopped `command`, the one line to print) — the signal noted by the command's
+    signals_end_the_run block (`stopped`) or carried by `exc` — or None when no signal stopped it. A command
+    without such a block (not a run) counts only a KeyboardInterrupt: Ctrl-C."""
+    if stopped is None:
+        signum = getattr(exc, "signum", signal.SIGINT) if isinstance(exc, KeyboardInterrupt) else None
+    else:
+        signum = signal_in(exc, stopped)
+    if signum is None:
+        return None
+    name = signal.Signals(signum).name
+    return 128 + signum, f"judgeops {command}: interrupted by {name}{f' {late}' if late else ''}; stopped"
+
+
+def run_command(command: str, call: Callable[[], int]) -> tuple[int, str | None]:
+    """(exit code, a line to print or None) of a command: `call()`, a run command inside a signals_end_the_run
+    block. A signal gives 128 + its number and one line, whatever exception carried it; any other exception
+    propagates (the command line describes it)."""
+    stopped = None
+    try:
+        if command not in RUN_COMMANDS:
+            return call(), None
+        with signals_end_the_run() as stopped:
+            code = call()
+        return interrupted(command, None, stopped, "after the run had completed") or (code, None)
+    except KeyboardInterrupt as exc:
+        return interrupted(command, exc, stopped) or (130, f"judgeops {command}: interrupted; stopped")
+    except Exception as exc:
+        found = interrupted(command, exc, stopped)  # a signal's exception, replaced on its way up
+        if found is None:
+            raise
+        return found
 
 
 # the open signals_end_the_run blocks, innermost last: the temporary server each started (None: none yet)

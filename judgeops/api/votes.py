@@ -57,6 +57,14 @@ class Aggregated:
         if s["method"] == "auto":
             out.append(f"auto chose {s['choice']}: {s['reason']}")
         out += [f"{s['method']} fell back: {note}" for note in s.get("fallbacks", [])]
+        if "estimated_accuracy" in s:
+            low, high = s["estimated_accuracy_ci"]
+            out.append(
+                f"accuracy estimated without labels: {s['estimated_accuracy']:.4f} (90% interval {low:.4f}–{high:.4f}; "
+                f"{s['identifiability']['effective_judges']:.1f} effective judges)"
+            )
+            if s["identifiability"]["warning"]:
+                out.append(f"warning: {s['identifiability']['warning']}")
         scored = s.get("scored") or {}
         if scored.get("scored_outside_dev_labels"):
             out.append(f"scored on {scored['n']} tasks outside the development labels")
@@ -137,11 +145,43 @@ def aggregate_file(
         summary.update(choice=estimator.choice_, reason=estimator.reason_, evidence=estimator.evidence_)
     if getattr(estimator, "fallbacks_", None):
         summary["fallbacks"] = list(estimator.fallbacks_)
+    summary.update(_estimated(estimator, method, votes, kind, labels))
     if truth is not None:
         summary["scored"] = _score(estimator, labels, votes, kind, truth, truth_kind, truth_path)
         if dev is not None:
             summary["scored"]["scored_outside_dev_labels"] = True
     return Aggregated(out, summary, estimator)
+
+
+def _estimated(estimator, method: str, votes: pd.DataFrame, kind: str, labels: pd.Series) -> dict:
+    """The consensus's accuracy estimated without labels (`estimated_accuracy`, `estimated_accuracy_ci`), each
+    judge's (`judges_estimated_accuracy`) and the identifiability diagnostic, under auto's reading of the votes
+    (tasks/aggregate/estimate.py); for binary label votes only, else `estimated_accuracy_unavailable` says why."""
+    if kind != "label":
+        return {
+            "estimated_accuracy_unavailable": "estimated for label votes (scores are not read as classes)"
+        }
+    if votes["label"].nunique() != 2:
+        return {"estimated_accuracy_unavailable": "estimated for two classes only"}
+    from judgeops.tasks.aggregate.estimate import consensus_accuracy, identifiability, judge_accuracy
+
+    auto = estimator if method == "auto" else None
+    if auto is None:
+        try:
+            auto = get_aggregator("auto").fit(votes)
+        except ValueError as exc:
+            return {"estimated_accuracy_unavailable": f"auto cannot read these votes: {exc}"}
+    est = consensus_accuracy(auto, labels)
+    judges = judge_accuracy(auto, votes)
+    return {
+        "estimated_accuracy": est.estimate,
+        "estimated_accuracy_ci": [est.ci_low, est.ci_high],
+        "identifiability": identifiability(auto, est.estimate).as_dict(),
+        "judges_estimated_accuracy": {
+            str(r.worker): {"estimate": r.estimate, "ci": [r.ci_low, r.ci_high], "n": int(r.n)}
+            for r in judges.itertuples()
+        },
+    }
 
 
 def _score(estimator, labels, votes, kind, truth, truth_kind, truth_path) -> dict:

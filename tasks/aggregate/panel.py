@@ -10,6 +10,7 @@ decision is then mapped back to every displayed variant, so profiles treat the p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -22,6 +23,7 @@ from judgeops.schemas.stream import Rows, frames, unite_codes
 from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE
 from judgeops.tasks.aggregate._base import DEFAULT_CLASSES
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
+from judgeops.tasks.aggregate.estimate import AccuracyEstimate, consensus_accuracy, identifiability
 from judgeops.tasks.aggregate.registry import (
     BINARY_ONLY,
     USES_RUNS,
@@ -159,11 +161,14 @@ def aggregate_panel(
         }
     votes, shown = canonical_votes(verdicts, variants, seed)
     task = shown["code"].to_numpy()
-    out, fitted, reasons, labels = [], {}, {}, {}
+    out, fitted, reasons, labels, task_labels = [], {}, {}, {}, {}
     for method in methods:
         try:
             p, n = _fit_one(method, votes, params or {}, fitted)
             reason = None
+            task_labels[method] = pd.Series(
+                np.where(p > 0.5, "A", np.where(p < 0.5, "B", TIE)), index=p.index, dtype=object
+            )
         except ValueError as exc:
             log.warning("aggregate: %s could not fit this panel: %s", method, exc)
             p, n, reason = pd.Series(dtype=float), pd.Series(dtype=float), str(exc)
@@ -190,11 +195,23 @@ def aggregate_panel(
                 }
             )
         )
+    if "auto" not in fitted:  # the reading every method's accuracy is estimated under
+        with contextlib.suppress(ValueError):
+            _fit_one("auto", votes, params or {}, fitted)
+    estimates = estimated_accuracies(fitted.get("auto"), task_labels)
     return {
         "consensus": pd.concat(out, ignore_index=True),
         "consistency": panel_consistency(votes, pairs, shown),
-        "aggregation_notes": aggregation_notes(pd.DataFrame(labels), fitted, reasons),
+        "aggregation_notes": aggregation_notes(pd.DataFrame(labels), fitted, reasons, estimates),
     }
+
+
+def estimated_accuracies(auto, task_labels: dict[str, pd.Series]) -> dict[str, AccuracyEstimate]:
+    """Each method's accuracy on the panel's tasks, estimated without labels under auto's reading (estimate.py);
+    {} when auto could not fit the panel."""
+    if auto is None:
+        return {}
+    return {method: consensus_accuracy(auto, labels) for method, labels in task_labels.items()}
 
 
 def panel_consistency(
@@ -230,11 +247,16 @@ def soft_agreement(labels: pd.Series, reference: pd.Series) -> float:
     return float(score.mean())
 
 
-def aggregation_notes(wide: pd.DataFrame, fitted: dict, reasons: dict) -> pd.DataFrame:
+def aggregation_notes(
+    wide: pd.DataFrame, fitted: dict, reasons: dict, estimates: dict[str, AccuracyEstimate] | None = None
+) -> pd.DataFrame:
     """Per method (in name order): its agreement with majority vote and with auto's consensus (soft_agreement:
-    a non-decision counts ½), and a warning when its label-free check fails (it takes the mirror side of
-    majority vote, or it strays from auto's consensus further than majority vote does). auto's row says what it
-    chose and why. `wide`: the consensus labels, one column per method, one row per unit."""
+    a non-decision counts ½), its accuracy estimated without labels (`estimates`), and a warning when its
+    label-free check fails (it takes the mirror side of majority vote, or it strays from auto's consensus further
+    than majority vote does). auto's row says what it chose and why, carries the identifiability diagnostic in
+    its evidence, and warns when the panel may not be resolvable without labels. `wide`: the consensus labels,
+    one column per method, one row per unit."""
+    estimates = estimates or {}
     rows = []
     for method in sorted(wide.columns):
         mv = soft_agreement(wide[method], wide["mv"]) if "mv" in wide else np.nan
@@ -251,10 +273,15 @@ def aggregation_notes(wide: pd.DataFrame, fitted: dict, reasons: dict) -> pd.Dat
                 f"({mv_auto:.0%}): likely below majority vote here"
             )
         choice, reason, evidence = "", "", ""
+        estimate = estimates.get(method)
         if method == "auto" and "auto" in fitted:
             est = fitted["auto"]
             choice, reason = est.choice_, est.reason_
-            evidence = json.dumps(est.evidence_, sort_keys=True, default=float)
+            ident = identifiability(est, estimate.estimate if estimate else None)
+            warning = warning or ident.warning
+            evidence = json.dumps(
+                {**est.evidence_, "identifiability": ident.as_dict()}, sort_keys=True, default=float
+            )
         fallbacks = "; ".join(getattr(fitted.get(method), "fallbacks_", None) or [])
         if fallbacks:
             log.warning("aggregate: %s fell back: %s", method, fallbacks)
@@ -263,6 +290,9 @@ def aggregation_notes(wide: pd.DataFrame, fitted: dict, reasons: dict) -> pd.Dat
                 "method": method,
                 "agreement_with_mv": mv,
                 "agreement_with_auto": auto,
+                "estimated_accuracy": estimate.estimate if estimate else np.nan,
+                "estimated_ci_low": estimate.ci_low if estimate else np.nan,
+                "estimated_ci_high": estimate.ci_high if estimate else np.nan,
                 "warning": warning,
                 "choice": choice,
                 "reason": reason,

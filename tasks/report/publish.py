@@ -94,11 +94,13 @@ def publish(tables: dict[str, pd.DataFrame], report_link: str) -> None:
             else []
         )
         md += [
-            "| method | agreement with MV | agreement with auto | warning | fallbacks |",
-            "|---|---|---|---|---|",
+            "| method | accuracy estimated without labels [90% CI] | agreement with MV | agreement with auto "
+            "| warning | fallbacks |",
+            "|---|---|---|---|---|---|",
         ]
         md += [
-            f"| {r.method} | {r.agreement_with_mv:.3f} | {r.agreement_with_auto:.3f} | {r.warning} | {r.fallbacks} |"
+            f"| {r.method} | {r.estimated_accuracy:.3f} [{r.estimated_ci_low:.3f}, {r.estimated_ci_high:.3f}] "
+            f"| {r.agreement_with_mv:.3f} | {r.agreement_with_auto:.3f} | {r.warning} | {r.fallbacks} |"
             for r in notes.itertuples()
         ]
         create_markdown_artifact(

@@ -109,8 +109,8 @@ def render_report(
         calibration_table=calibration_table(calibration) if has_calibration else None,
         consistency_table=consistency_table(tables.get("consistency"), judges_only),
         injection_table=injection_table(tables.get("robustness")),
-        auto=auto_choice(tables.get("aggregation_notes")),
-        notes_table=notes_table(tables.get("aggregation_notes")),
+        auto=auto_choice(tables.get("aggregation_notes"), overall),
+        notes_table=notes_table(tables.get("aggregation_notes"), overall),
         bias_chart=bias_matrix_chart(bias) if has_bias else None,
         bias_table=bias.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
         if has_bias

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from judgeops.schemas.vocabulary import PANEL_PREFIX
 from judgeops.tasks.profile.conditions import CAP, CONDITIONS
 from judgeops.tasks.profile.profiles import BENCHMARK
 
@@ -143,24 +144,73 @@ def consistency_table(consistency: pd.DataFrame | None, profiles: pd.DataFrame) 
     return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
 
 
-def auto_choice(notes: pd.DataFrame | None) -> dict | None:
+def auto_choice(notes: pd.DataFrame | None, overall: pd.DataFrame | None = None) -> dict | None:
+    """auto's row of the aggregation notes as the report shows it: its choice and reason, the evidence, its
+    accuracy estimated without labels beside its judgerEva accuracy (`overall`: the profiles' overall rows), and
+    the identifiability warning."""
     if notes is None or notes.empty or "auto" not in set(notes["method"]):
         return None
     row = notes.set_index("method").loc["auto"]
     evidence = json.loads(row["evidence"]) if row["evidence"] else {}
+    ident = evidence.pop("identifiability", {})
+    measured = _judgereva(overall).get("auto")
     return {
         "choice": row["choice"],
         "reason": row["reason"],
         "evidence": ", ".join(
             f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in evidence.items()
         ),
+        "estimate": None
+        if pd.isna(row.get("estimated_accuracy"))
+        else f"{row['estimated_accuracy']:.3f} [{row['estimated_ci_low']:.3f}, {row['estimated_ci_high']:.3f}]",
+        "judgereva": None if measured is None else f"{measured:.3f}",
+        "effective_judges": ident.get("effective_judges"),
+        "warning": row["warning"],
     }
 
 
-def notes_table(notes: pd.DataFrame | None) -> str | None:
+def _judgereva(overall: pd.DataFrame | None) -> dict[str, float]:
+    """method → the consensus's position-averaged judgerEva accuracy (profiles, condition overall)."""
+    if overall is None or overall.empty:
+        return {}
+    panel = overall[overall["judge_id"].astype(str).str.startswith(PANEL_PREFIX)]
+    return dict(zip(panel["judge_id"].str.removeprefix(PANEL_PREFIX), panel["estimate"], strict=True))
+
+
+def notes_table(notes: pd.DataFrame | None, overall: pd.DataFrame | None = None) -> str | None:
+    """Per method: the label-free checks, the accuracy estimated without labels (90% interval) and, beside it,
+    the judgerEva accuracy measured with the planted labels."""
     if notes is None or notes.empty:
         return None
-    table = notes[["method", "agreement_with_mv", "agreement_with_auto", "warning", "fallbacks"]]
+    table = notes.assign(
+        estimated=[
+            "–"
+            if pd.isna(r.estimated_accuracy)
+            else f"{r.estimated_accuracy:.3f} [{r.estimated_ci_low:.3f}, {r.estimated_ci_high:.3f}]"
+            for r in notes.itertuples()
+        ],
+        judgereva=notes["method"].map(_judgereva(overall)),
+    )
+    table = table[
+        [
+            "method",
+            "estimated",
+            "judgereva",
+            "agreement_with_mv",
+            "agreement_with_auto",
+            "warning",
+            "fallbacks",
+        ]
+    ]
+    table.columns = [
+        "method",
+        "accuracy estimated without labels [90% CI]",
+        "judgerEva accuracy (labels)",
+        "agreement_with_mv",
+        "agreement_with_auto",
+        "warning",
+        "fallbacks",
+    ]
     return table.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")
 
 

@@ -71,8 +71,7 @@ def test_a_signal_whose_exception_is_swallowed_still_stops_the_run(tmp_path):
     dropped). The signal is noted too: the next artifact write refuses, and the command exits as interrupted."""
     import datetime as dt
 
-    from judgeops.api.interrupts import Interrupted, signals_end_the_run
-    from judgeops.cli import _interrupted
+    from judgeops.api.interrupts import Interrupted, interrupted, signals_end_the_run
     from judgeops.schemas.store import ArtifactStore, new_run_id
     from tests.test_store import items_frame
 
@@ -90,7 +89,8 @@ def test_a_signal_whose_exception_is_swallowed_still_stops_the_run(tmp_path):
         assert hasattr(engine._prefect_sigterm_handler, "wrapped")  # Prefect's own handler notes it too
     assert stopped.signum == signal.SIGTERM
     assert not list((tmp_path / "store").rglob("items*.parquet"))
-    assert _interrupted("run", ValueError("Task run is not set"), stopped) == 128 + signal.SIGTERM
+    code, line = interrupted("run", ValueError("Task run is not set"), stopped)
+    assert code == 128 + signal.SIGTERM and line == "judgeops run: interrupted by SIGTERM; stopped"
     with signals_end_the_run() as fresh:  # the next command of the process starts clean
         store.write("items", items_frame())
     assert fresh.signum is None

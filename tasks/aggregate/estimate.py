@@ -1,0 +1,202 @@
+"""How accurate is a consensus, without labels — and can this panel be resolved without them at all?
+
+The estimate. `auto` (auto.py) fits a latent-class reading of the votes; its posterior P(y_t = c) is, where the
+reading's assumptions hold, the probability that class c is right on task t. A consensus that says L_t on task
+t is then right with probability v_t = P(y_t = L_t), and its accuracy over the n tasks is
+
+    â = (1/n) Σ_t v_t,
+
+for auto's own labels (a tie-broken task has v_t = ½) and for any other method's labels or any judge's
+votes alike (a tie or no decision: v_t = 0, as the scoring counts it). The 90 % interval has three parts:
+- the realised accuracy of n decisions, each right with probability v_t, varies by a Poisson-binomial standard
+  deviation √(Σ v_t(1 − v_t))/n;
+- â itself varies with the tasks drawn: a bootstrap over tasks (`n_boot` resamples of the v_t, no refit);
+- the reading may be wrong: the interval also spans the estimates of the same labels under the other readings
+  auto fitted (Dawid–Skene, the dependence-corrected vote, the consistency reading), so that where they
+  disagree the interval says so.
+The first two are added in quadrature (normal interval); the third widens the result to its hull.
+
+When it cannot help. Every reading assumes something the votes cannot check: that consistent judges are better
+than chance, or that a group's shared error is a minority. Where the assumption fails the posterior is
+confident and wrong, and so is â (BENCHMARKS.md: the calibration table, per family). `identifiability` names
+the panels where that is likely, from the same evidence auto chose by, and says how many labelled tasks would
+settle it (`judgeops audit propose … --k K`):
+- no perturbation and fewer than three effective judges (Σ 1/m_j, m_j the effective multiplicity of cwv.py):
+  a latent-class model of a binary truth needs three conditionally independent views to be identified
+  (Allman, Matias & Rhodes 2009; with perturbations, consistency identifies the reading judges instead);
+- no perturbation and most judges in correlated groups: a group's shared error looks like the truth;
+- the reading taken rests on judges whose verdict never changed with the display order on at least
+  `min_pairs` tasks: a judge that scores each answer on its own (a reward model) is consistent by
+  construction, and its consistency vouches for nothing;
+- the two readings that use the same evidence disagree on more than `max_disagreement` of the tasks
+  (ds_position and cwv with perturbations; Dawid–Skene and cwv without): the votes support more than one
+  answer;
+- the consistency reading takes the other side from majority vote: it may be right (a panel fooled by surface)
+  or follow stable-but-wrong judges; only labels tell.
+K is the number of audited tasks that estimates the accuracy to ±`margin` at 90 % (normal approximation at the
+estimate, at least `min_audit`), at most the number of tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from judgeops.tasks.aggregate.auto import first_class_posterior
+
+Z90 = 1.6448536269514722  # the normal quantile of a two-sided 90 % interval
+
+
+@dataclass(frozen=True)
+class AccuracyEstimate:
+    """`estimate` with its 90 % interval [`ci_low`, `ci_high`] over `n` tasks."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Identifiability:
+    """`effective_judges` (Σ 1/m_j), `identifiable` (no reason below applies), `reasons` (each a sentence),
+    `audit_k` (labelled tasks that would settle it) and `warning` (one line, empty when identifiable)."""
+
+    effective_judges: float
+    identifiable: bool
+    reasons: list[str] = field(default_factory=list)
+    audit_k: int = 0
+    warning: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _confidences(posterior: pd.Series, labels: pd.Series, classes: tuple[str, str]) -> np.ndarray:
+    """v_t = P(y_t = L_t) under `posterior` (P(classes[0]) per task); 0 where L_t is no class, ½ where the
+    posterior is missing."""
+    p = posterior.reindex(labels.index).astype(float).fillna(0.5).to_numpy()
+    lab = labels.to_numpy()
+    return np.where(lab == classes[0], p, np.where(lab == classes[1], 1.0 - p, 0.0))
+
+
+def _interval(v: np.ndarray, others: list[float], n_boot: int, seed: int) -> AccuracyEstimate:
+    n = len(v)
+    if n == 0:
+        return AccuracyEstimate(float("nan"), float("nan"), float("nan"), 0)
+    est = float(v.mean())
+    realised = float(np.sqrt((v * (1 - v)).sum()) / n)
+    rng = np.random.default_rng(seed)
+    means = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) @ v / n if n_boot else np.array([est])
+    sd = float(np.hypot(realised, means.std()))
+    low, high = min([est - Z90 * sd, *others]), max([est + Z90 * sd, *others])
+    return AccuracyEstimate(est, float(np.clip(low, 0, 1)), float(np.clip(high, 0, 1)), n)
+
+
+def consensus_accuracy(auto, labels: pd.Series, n_boot: int = 500, seed: int = 0) -> AccuracyEstimate:
+    """The accuracy of `labels` (task → class, `tie` or missing counted wrong) estimated under the reading a
+    fitted AutoAggregator chose, with its 90 % interval (module docstring)."""
+    classes, chosen = auto.classes_, auto.choice_
+    posteriors = auto.posteriors_
+    labels = labels.reindex(posteriors.index)
+    v = _confidences(posteriors[chosen], labels, classes)  # a tie auto broke has P = ½ either way
+    others = [
+        float(_confidences(posteriors[name], labels, classes).mean())
+        for name in posteriors.columns
+        if name not in (chosen, "mv")  # a vote share is not a posterior
+    ]
+    return _interval(v, others, n_boot, seed)
+
+
+def judge_accuracy(auto, votes: pd.DataFrame, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
+    """Per judge: its votes' accuracy estimated under auto's reading (every run a vote), with the 90 % interval;
+    columns worker, estimate, ci_low, ci_high, n."""
+    classes = auto.classes_
+    post = auto.posteriors_
+    used = votes[votes["label"].isin(classes)]
+    rows = []
+    for worker, own in used.groupby("worker", sort=True):
+        first = own["label"].to_numpy() == classes[0]
+        p = post.reindex(own["task"].to_numpy()).astype(float).fillna(0.5)
+        v = {name: np.where(first, p[name].to_numpy(), 1.0 - p[name].to_numpy()) for name in post.columns}
+        others = [float(v[n].mean()) for n in post.columns if n not in (auto.choice_, "mv")]
+        est = _interval(v[auto.choice_], others, n_boot, seed)
+        rows.append({"worker": worker, **est.as_dict()})
+    return pd.DataFrame(rows, columns=["worker", "estimate", "ci_low", "ci_high", "n"])
+
+
+def audit_size(estimate: float, n_tasks: int, margin: float = 0.05, min_audit: int = 20) -> int:
+    """Labelled tasks that estimate an accuracy near `estimate` to ±margin at 90 % (normal approximation)."""
+    a = float(np.clip(estimate if np.isfinite(estimate) else 0.5, 0.05, 0.95))
+    return int(min(n_tasks, max(min_audit, np.ceil(Z90**2 * a * (1 - a) / margin**2))))
+
+
+def identifiability(
+    auto,
+    estimate: float | None = None,
+    min_pairs: int = 50,
+    max_disagreement: float = 0.15,
+    margin: float = 0.05,
+) -> Identifiability:
+    """Whether the panel a fitted AutoAggregator read can be resolved without labels (module docstring)."""
+    ev, cwv = auto.evidence_, auto.candidates_["cwv"]
+    m = cwv.multiplicity_
+    n_eff = float((1.0 / m).sum())
+    reasons = []
+    perturbed = "best_implied_accuracy" in ev
+    if not perturbed and n_eff < 3:
+        reasons.append(
+            f"fewer than three independent judges ({n_eff:.1f} effective): a latent-class consensus is not "
+            "identified from votes alone"
+        )
+    if not perturbed and ev.get("dependent_share", 0.0) >= auto.max_dependent_share:
+        reasons.append(
+            f"{ev['dependent_share']:.0%} of the judges err in correlated groups and no task was shown twice: "
+            "a group's shared error cannot be told from the truth"
+        )
+    if perturbed:
+        sig = cwv.signals_
+        invariant = sig[(sig["order_pairs"] >= min_pairs) & (sig["order_consistency"] >= 1.0)].index
+        if len(invariant):
+            top = cwv.weights_.sort_values(ascending=False).index[: max(1, len(cwv.weights_) // 2)]
+            leaning = sorted(set(invariant) & set(top), key=str)
+            if leaning:
+                reasons.append(
+                    f"the consensus leans on judges whose verdict never changed with the display order "
+                    f"({', '.join(map(str, leaning[:4]))}): consistency by construction vouches for nothing"
+                )
+        if ev["agreement_with_mv"].get("ds_position+cwv", 1.0) < 0.5:
+            reasons.append(
+                "the consistency reading takes the other side from majority vote: right where most judges are "
+                "fooled by position or surface, wrong where the consistent judges are stably wrong"
+            )
+    post = auto.posteriors_
+    # the readings that answer the same question: with perturbations the two that use them (Dawid–Skene ignores
+    # them and is expected to differ), without, Dawid–Skene and the dependence-corrected vote
+    decided = {
+        name: np.sign(
+            first_class_posterior(auto.candidates_[name], auto.classes_, post.index).fillna(0.5) - 0.5
+        )
+        for name in (("ds_position", "cwv") if perturbed else ("dawid_skene", "cwv"))
+    }
+    names = sorted(decided)
+    worst = max(
+        (float(np.mean((decided[a] != decided[b]) & (decided[a] != 0) & (decided[b] != 0))), a, b)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    )
+    if worst[0] > max_disagreement:
+        reasons.append(f"{worst[1]} and {worst[2]} disagree on {worst[0]:.0%} of the tasks")
+    k = audit_size(estimate if estimate is not None else float("nan"), len(post), margin)
+    warning = ""
+    if reasons:
+        warning = (
+            f"this panel may not be resolvable without labels ({reasons[0]}); audit {k} items "
+            f"(judgeops audit propose --k {k}) to confirm the consensus"
+        )
+    return Identifiability(n_eff, not reasons, reasons, k if reasons else 0, warning)
