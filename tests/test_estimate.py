@@ -1,0 +1,112 @@
+"""The accuracy of a consensus estimated without labels, and the identifiability diagnostic: against the truth of
+synthetic panels with known parameters, and as `judgeops aggregate --json` prints them."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from judgeops.cli import main
+from judgeops.tasks.aggregate import get_aggregator
+from judgeops.tasks.aggregate.estimate import audit_size, consensus_accuracy, identifiability, judge_accuracy
+from judgeops.tasks.aggregate.synthetic import make_panel
+
+warnings.filterwarnings("ignore", category=UserWarning)
+
+
+def accuracy(labels: pd.Series, truth: pd.Series) -> float:
+    return float((labels.reindex(truth.index) == truth).mean())
+
+
+def columns(votes: pd.DataFrame) -> pd.DataFrame:
+    return votes[["task", "worker", "label", *[c for c in ("run", "item") if c in votes]]]
+
+
+@pytest.mark.parametrize("regime", ["independent", "adversarial_surface", "versions"])
+def test_where_the_reading_holds_the_estimate_is_within_two_points_and_its_interval_covers(regime):
+    errors, covered = [], 0
+    for seed in range(4):
+        panel = make_panel(regime, n_tasks=900, seed=seed, family=True)
+        auto = get_aggregator("auto").fit(columns(panel.votes))
+        est = consensus_accuracy(auto, auto.labels_)
+        true = accuracy(auto.labels_, panel.truth)
+        errors.append(abs(est.estimate - true))
+        covered += est.ci_low <= true <= est.ci_high
+        assert est.ci_low <= est.estimate <= est.ci_high and est.n == panel.truth.size
+    assert np.mean(errors) <= 0.02 and covered >= 3, (errors, covered)
+
+
+def test_other_methods_and_judges_are_estimated_under_the_same_reading():
+    panel = make_panel("versions", n_tasks=900, seed=2, family=True)
+    votes = columns(panel.votes)
+    auto = get_aggregator("auto").fit(votes)
+    mv = get_aggregator("mv").fit(votes).labels_
+    est = consensus_accuracy(auto, mv)  # a tie is no decision: it counts as wrong, as the scoring counts it
+    assert abs(est.estimate - accuracy(mv, panel.truth)) <= 0.03
+    judges = judge_accuracy(auto, votes).set_index("worker")
+    joined = votes.merge(panel.truth.rename("truth"), left_on="task", right_index=True)
+    true = (joined["label"] == joined["truth"]).groupby(joined["worker"]).mean()
+    assert (judges["estimate"] - true).abs().max() <= 0.03
+    assert judges["estimate"].idxmax() == true.idxmax()  # the strong judge is found without labels
+
+
+@pytest.mark.parametrize(
+    "regime, reason",
+    [
+        ("order_invariant_clique", "never changed with the display order"),
+        ("many_weak_correlated", "err in correlated groups"),
+    ],
+)
+def test_a_panel_that_labels_would_have_to_settle_is_named_with_how_many_to_audit(regime, reason):
+    panel = make_panel(regime, n_tasks=900, seed=0, family=True)
+    auto = get_aggregator("auto").fit(columns(panel.votes))
+    ident = identifiability(auto, consensus_accuracy(auto, auto.labels_).estimate)
+    assert not ident.identifiable and any(reason in r for r in ident.reasons)
+    assert 20 <= ident.audit_k <= 900 and f"audit {ident.audit_k} items" in ident.warning
+
+
+def test_a_resolvable_panel_gets_no_warning():
+    panel = make_panel("versions", n_tasks=900, seed=0, family=True)
+    auto = get_aggregator("auto").fit(columns(panel.votes))
+    ident = identifiability(auto, 0.97)
+    assert ident.identifiable and ident.warning == "" and ident.audit_k == 0 and ident.effective_judges > 3
+
+
+def test_the_audit_size_is_a_90_percent_margin_of_five_points():
+    assert audit_size(0.5, 10_000) == 271  # 1.645² · ¼ / 0.05²
+    assert audit_size(0.9, 10_000) == 98
+    assert audit_size(0.99, 10_000) == 52 and audit_size(0.5, 50) == 50  # the estimate is taken as ≤ 0.95
+
+
+def test_aggregate_json_prints_the_estimate_for_the_method_run(tmp_path, capsys):
+    panel = make_panel("versions", n_tasks=300, seed=1, family=True)
+    path = tmp_path / "votes.csv"
+    columns(panel.votes).to_csv(path, index=False)
+    for method in ("auto", "mv", "dawid_skene"):
+        assert main(["aggregate", str(path), "--method", method, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        low, high = out["estimated_accuracy_ci"]
+        assert 0 <= low <= out["estimated_accuracy"] <= high <= 1
+        assert set(out["identifiability"]) == {
+            "effective_judges",
+            "identifiable",
+            "reasons",
+            "audit_k",
+            "warning",
+        }
+        assert set(out["judges_estimated_accuracy"]) == set(panel.votes["worker"])
+    assert main(["aggregate", str(path), "--method", "auto"]) == 0
+    assert "accuracy estimated without labels: 0.9" in capsys.readouterr().out
+
+
+def test_scores_say_why_no_estimate(tmp_path, capsys):
+    panel = make_panel("independent", n_tasks=200, seed=0)
+    path = tmp_path / "scores.csv"
+    panel.votes[["task", "worker", "score"]].to_csv(path, index=False)
+    assert main(["aggregate", str(path), "--method", "avg", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "estimated_accuracy" not in out and "label votes" in out["estimated_accuracy_unavailable"]
