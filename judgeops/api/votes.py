@@ -76,7 +76,12 @@ class Aggregated:
                 f"coverage: {scored['coverage']:.4f} ({decided} of {scored['n']} tasks decided; ties: {scored['ties']})",
             ]
         elif scored:
-            out += [f"{k}: {scored[k]:.4f}" for k in ("mae", "kendall_tau", "coverage")]
+            out += [
+                f"{k}: {scored[k]:.4f}"
+                if scored[k] is not None
+                else f"{k}: – ({scored.get(k + '_unavailable')})"
+                for k in ("mae", "kendall_tau", "coverage")
+            ]
         return out
 
 
@@ -143,6 +148,8 @@ def aggregate_file(
     }
     if method == "auto":
         summary.update(choice=estimator.choice_, reason=estimator.reason_, evidence=estimator.evidence_)
+    if hasattr(estimator, "scale_"):
+        summary["score_scale"] = estimator.scale_
     if getattr(estimator, "fallbacks_", None):
         summary["fallbacks"] = list(estimator.fallbacks_)
     summary.update(_estimated(estimator, method, votes, kind, labels))
@@ -186,8 +193,25 @@ def _estimated(estimator, method: str, votes: pd.DataFrame, kind: str, labels: p
 
 def _score(estimator, labels, votes, kind, truth, truth_kind, truth_path) -> dict:
     if truth_kind == "label":
-        space = set(votes["label"].dropna()) if kind == "label" else set(labels) - {TIE}
+        if kind == "score":  # the decisions of score votes are named by the estimator's classes
+            space = list(getattr(estimator, "classes_", None) or getattr(estimator, "classes", ("A", "B")))
+            outside = sorted(set(truth.unique()) - set(space), key=str)
+            if outside:
+                raise InputError(
+                    f"{truth_path}: truth labels {outside[:5]} for score votes: a score method decides {space[0]!r} "
+                    f"(the first candidate has the higher score) or {space[1]!r}; spell the truth that way, or "
+                    "give score truth (a `score` column)"
+                )
+            return scoring.score_labels(labels, truth, space, truth_path)
+        space = set(votes["label"].dropna())
         return scoring.score_labels(labels, truth, sorted(space, key=str), truth_path)
-    if hasattr(estimator, "scores_"):
-        return scoring.score_scores(estimator.scores_, truth)
-    raise InputError(f"{truth_path}: score truth needs a method with scores (avg, uws, care_*)")
+    if not hasattr(estimator, "scores_"):
+        raise InputError(
+            f"{truth_path}: score truth needs a method whose output is a score per task "
+            "(avg, uws, care_svd, care_tensor, auto --param input=score)"
+        )
+    scored = scoring.score_scores(estimator.scores_, truth)
+    if getattr(estimator, "scale_", "input") != "input":  # not on the truth's scale: by rank only
+        scored["mae"] = None
+        scored["mae_unavailable"] = "the method's scores are not on the judges' scale: compare by Kendall τ"
+    return scored

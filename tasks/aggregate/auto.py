@@ -43,6 +43,14 @@ task (largest cwv weight, its runs' majority) → the consensus's majority class
 
 `choice_` names the reading, `reason_` says why in one sentence, `evidence_` holds the numbers.
 
+Scores (`input="score"`: a score per judge and task, e.g. 0–100 ratings or P(first)): a label-free choice among
+AVG, UWS, CARE-SVD and CARE-Tensor. CARE-Tensor models what the others cannot — a binary truth beside a binary
+confounder or a clique's shared noise, separated by the fourth cumulant — and on the score families it is the
+best or within 0.01 Kendall τ of the best everywhere (BENCHMARKS.md), so it is taken unless its fit fell back
+(a failed CP or mixture EM) or its consensus ranks the tasks against the judges' average (the mirror: Kendall
+τ with AVG < 0); then CARE-SVD on the same conditions; then AVG, which assumes nothing. `scores_` are the chosen
+method's, with its `scale_` ("input": on the judges' scale, so MAE means something; "rank": compare by rank).
+
 Where it cannot help, and what the user sees then (BENCHMARKS.md, the families of synthetic.py):
 - a panel whose most consistent judges are stable but wrong: step 1 follows them. Reward models score each
   answer on its own, so their verdicts never change with the order and look as consistent as a judge that
@@ -98,12 +106,18 @@ class AutoAggregator(BinaryAggregator):
         clique_multiplicity: float = 1.5,
         max_dependent_share: float = 0.5,
         min_agreement: float = 0.5,
+        input: str = "label",
+        neutral: float | None = None,
     ):
         self.classes, self.min_pairs = classes, min_pairs
         self.clique_multiplicity, self.max_dependent_share = clique_multiplicity, max_dependent_share
-        self.min_agreement = min_agreement
+        self.min_agreement, self.input, self.neutral = min_agreement, input, neutral
 
     def fit(self, df: pd.DataFrame) -> AutoAggregator:
+        if self.input not in ("label", "score"):
+            raise ValueError(f"AutoAggregator: input must be 'label' or 'score', got {self.input!r}")
+        if self.input == "score":
+            return self._fit_scores(df)
         df = check_frame(df, "label", "AutoAggregator")
         classes = binary_classes(df["label"], self.classes, "AutoAggregator")
         df = df[df["label"].isin(classes)]
@@ -187,6 +201,57 @@ class AutoAggregator(BinaryAggregator):
         self.choice_, self.reason_, self.evidence_ = name, reason, evidence
         self.posteriors_ = post
         return self._finish(final.to_numpy(), tasks, classes)
+
+    def _fit_scores(self, df: pd.DataFrame) -> AutoAggregator:
+        """The score branch (module docstring)."""
+        from scipy.stats import kendalltau  # lazy: scipy.stats is slow to import
+
+        from judgeops.tasks.aggregate.care import CareSVD, CareTensor
+        from judgeops.tasks.aggregate.mv import ScoreAverage
+        from judgeops.tasks.aggregate.uws import UniversalWeakSupervision
+
+        df = check_frame(df, "score", "AutoAggregator")
+        classes = tuple(self.classes) if self.classes is not None else ("A", "B")
+        avg = ScoreAverage(classes=classes).fit(df)
+        fits, evidence, failed = {"avg": avg}, {"n_tasks": len(avg.scores_)}, {}
+        for name, make in (
+            ("care_tensor", lambda: CareTensor(neutral=self.neutral, classes=classes)),
+            ("care_svd", lambda: CareSVD(neutral=self.neutral, classes=classes)),
+            ("uws", lambda: UniversalWeakSupervision(neutral=self.neutral, classes=classes)),
+        ):
+            try:
+                fits[name] = make().fit(df)
+            except ValueError as exc:  # too few judges, say: not a candidate
+                failed[name] = str(exc)
+        tau = {}
+        for name, est in fits.items():
+            p = first_class_posterior(est, classes, avg.scores_.index).fillna(0.5)
+            tau[name] = float(kendalltau(p, avg.scores_).statistic) if name != "avg" else 1.0
+        evidence.update(kendall_tau_with_avg=tau, could_not_fit=failed)
+        name, reason = "avg", "no CARE fit is usable on these scores: the judges' average"
+        for candidate in ("care_tensor", "care_svd"):
+            est = fits.get(candidate)
+            fell_back = list(getattr(est, "fallbacks_", None) or []) if est is not None else None
+            evidence[f"{candidate}_fallbacks"] = fell_back
+            if est is not None and not fell_back and tau[candidate] >= 0:
+                name = candidate
+                reason = (
+                    f"{candidate} fitted without a fallback and ranks the tasks with the judges' average "
+                    f"(Kendall τ {tau[candidate]:.2f})"
+                    + (
+                        ": its two-latent mixture separates the truth from a shared confounder"
+                        if candidate == "care_tensor"
+                        else ": its low-rank factor is the quality axis"
+                    )
+                )
+                break
+        chosen = fits[name]
+        self.choice_, self.reason_, self.evidence_, self.candidates_ = name, reason, evidence, fits
+        self.scores_, self.scale_ = chosen.scores_, getattr(chosen, "scale_", "rank")
+        p = first_class_posterior(chosen, classes, chosen.probas_.index)
+        self.posteriors_ = pd.DataFrame({name: p})
+        self.tie_breaks_ = {}
+        return self._finish(p.to_numpy(), p.index, classes)
 
 
 def _labels(p: pd.Series, classes: tuple[str, str]) -> pd.Series:

@@ -118,7 +118,7 @@ class _Routing:
         candidates = {
             "logistic": LogisticRegression(max_iter=2000),
             "forest": RandomForestClassifier(
-                n_estimators=50, max_depth=5, min_samples_leaf=8, random_state=self.seed, n_jobs=1
+                n_estimators=20, max_depth=5, min_samples_leaf=8, random_state=self.seed, n_jobs=1
             ),
         }
         self.cv_loss_ = {}
@@ -159,6 +159,10 @@ class BAER(BinaryAggregator):
     """Fitted: `heads_` (condition → "stacking" | "routing"), `cv_accuracy_`, `stacking_`, `routing_`,
     `experts_`, `trained_on_` ("dev_labels" | "pseudo_labels"), `probas_`, `labels_`.
 
+    `max_train`: the heads learn from at most this many (pseudo-)labelled tasks, a random sample. Stacking has
+    two weights per expert and routing a handful of shared ones, so 300 tasks pin them: on 24 judges × 5,000
+    tasks × 2 orders the fit went from 5.3 s to ~0.4 s with the same accuracy (bench/aggregate.py).
+
     Input: `task, worker, score` (P(first class) per run, in [0, 1]) or `task, worker, label`; optional
     `category` (the condition) and several rows per (task, worker) for runs (display orders)."""
 
@@ -169,9 +173,10 @@ class BAER(BinaryAggregator):
         classes: tuple[str, str] | None = None,
         pseudo_confidence: float = 0.9,
         seed: int = 0,
+        max_train: int = 300,
     ):
         self.head, self.input, self.classes = head, input, classes
-        self.pseudo_confidence, self.seed = pseudo_confidence, seed
+        self.pseudo_confidence, self.seed, self.max_train = pseudo_confidence, seed, max_train
 
     def fit(self, df: pd.DataFrame, dev_labels: pd.Series | None = None) -> BAER:
         if self.head not in ("auto", "stacking", "routing"):
@@ -188,6 +193,12 @@ class BAER(BinaryAggregator):
             raise ValueError(
                 f"BAER needs at least 10 labelled tasks of both classes to train on; got {int(known.sum())}"
             )
+        if known.sum() > self.max_train:  # the heads have ~2 parameters per expert: a sample pins them
+            keep = np.random.default_rng(self.seed).choice(
+                np.flatnonzero(known), self.max_train, replace=False
+            )
+            y = np.where(np.isin(np.arange(len(y)), keep), y, np.nan)
+            known = ~np.isnan(y)
         phi = _stack_features(z, zt, category)
         self.stacking_ = _Stacking(self.seed).fit(phi[known], y[known])
         self.routing_ = _Routing(self.seed).fit(z[known], delta[known], y[known])

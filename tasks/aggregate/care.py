@@ -133,7 +133,8 @@ class CareSVD(BinaryAggregator):
     """Fitted: `S_`, `L_` (sparse and low-rank parts of the judges' precision), `lambda_`, `gamma_`,
     `fallbacks_` (what did not go as planned: an ADMM stopped early, an empty low-rank part),
     `weights_` (per judge, on standardised scores), `factor_` (which eigenvector of L̂ is quality),
-    `scores_`, `probas_`, `labels_`."""
+    `scores_` (a weighted mean of the judges' scores where the weights are mostly positive, `scale_` "input";
+    else the standardised factor score, `scale_` "rank"), `probas_`, `labels_`."""
 
     def __init__(
         self,
@@ -180,11 +181,11 @@ class CareSVD(BinaryAggregator):
         self.weights_ = pd.Series(w, index=matrix.columns, name="weight")
         score = z @ w
         raw_w = w / sd
+        on_input = raw_w.sum() > 0.25 * np.abs(raw_w).sum()  # mostly positive weights: a weighted mean
         self.scores_ = pd.Series(
-            raw @ raw_w / raw_w.sum() if raw_w.sum() > 0.25 * np.abs(raw_w).sum() else score,
-            index=matrix.index,
-            name="score",
+            raw @ raw_w / raw_w.sum() if on_input else score, index=matrix.index, name="score"
         )
+        self.scale_ = "input" if on_input else "rank"
         if self.neutral is None:
             post = two_component_posterior(score)
         else:
@@ -335,7 +336,8 @@ class CareTensor(BinaryAggregator):
     """Fitted: `loadings_` (judge × latent), `kurtosis_` (per latent), `quality_` (which latent is Q),
     `fallbacks_` (a failed CP or mixture EM and what was used instead),
     `n_components_` (mixture components), `structure_` (where only one latent looked binary: whether BIC kept
-    it alone or a 2 × 2 grid with the next latent; see `_one_or_two_latents`), `views_` (moments="third" only), `probas_`, `labels_`.
+    it alone or a 2 × 2 grid with the next latent; see `_one_or_two_latents`), `views_` (moments="third" only),
+    `scores_` (P(Q = 1 | J), `scale_` "rank": not on the judges' scale), `probas_`, `labels_`.
 
     moments="fourth" (default): the latent directions come from the CP decomposition of the fourth-order
     cumulant of the whitened top-`n_latent` subspace. The paper's three-view third-order moment is
@@ -385,6 +387,8 @@ class CareTensor(BinaryAggregator):
         if self.moments == "third":
             self.views_ = [list(matrix.columns[v]) for v in self._views]
         self.loadings_ = pd.DataFrame(self._loadings, index=matrix.columns)
+        self.scores_ = pd.Series(post, index=matrix.index, name="score")  # P(Q = 1 | J): a rank, not a rating
+        self.scale_ = "rank"
         return self._finish(post, matrix.index, classes)
 
     def _pick(self, candidates: list[int], loadings: np.ndarray, posts: dict, z: np.ndarray, dev) -> int:

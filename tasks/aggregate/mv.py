@@ -51,6 +51,7 @@ class ScoreAverage:
         df = check_frame(df, "score", "ScoreAverage")
         grouped = df.groupby("task")["score"]
         self.scores_ = grouped.mean()
+        self.scale_ = "input"  # the judges' own scale: MAE against score truth means something
         self.counts_ = grouped.size()
         s = self.scores_.to_numpy()
         p = s if ((s >= 0) & (s <= 1)).all() else two_component_posterior(s)

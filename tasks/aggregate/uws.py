@@ -37,7 +37,8 @@ def leading_axis(corr: np.ndarray) -> np.ndarray:
 
 
 class UniversalWeakSupervision(BinaryAggregator):
-    """Fitted: `accuracies_` (worker: ρ, the correlation with the latent truth), `weights_`, `scores_`
+    """Fitted: `accuracies_` (worker: ρ, the correlation with the latent truth), `weights_`, `scores_` (on a
+    standardised scale: `scale_` "rank")
     (posterior mean of the standardised truth), `probas_`, `labels_` (the upper mixture component is
     `classes[0]`)."""
 
@@ -69,6 +70,7 @@ class UniversalWeakSupervision(BinaryAggregator):
         self.accuracies_ = pd.Series(rho, index=matrix.columns, name="accuracy")
         self.weights_ = pd.Series(weights, index=matrix.columns, name="weight")
         self.scores_ = pd.Series(score, index=matrix.index, name="score")
+        self.scale_ = "rank"  # the standardised truth's posterior mean: compare it by rank, not by MAE
         if self.neutral is None:
             post = two_component_posterior(score)
         else:
