@@ -29,4 +29,5 @@ OPTION_TYPES = {
     "port": _typed(int, "a port number (1-65535)", lambda v: 1 <= v <= 65535),
     "float": _typed(float, "a number", lambda v: v == v and abs(v) != float("inf")),
     "positive": _typed(float, "a number > 0", lambda v: 0 < v < float("inf")),
+    "probability": _typed(float, "a number strictly between 0 and 1", lambda v: 0 < v < 1),
 }

@@ -27,6 +27,19 @@ def audit_lines(summary: dict) -> list[str]:
     for head, score in summary["audit_accuracy"].items():
         loo = " (leave-one-out)" if head in audit.HEADS[1:] else ""
         out.append(f"  {head}: weighted accuracy on the audit {score:.3f}{loo}")
+    if "selective" in summary:
+        sel = summary["selective"]
+        if sel["threshold"] is None:
+            out.append(
+                f"selective: no threshold certifies an error ≤ {sel['target_error']} with probability "
+                f"{1 - sel['delta']:.2f} on this audit: every unaudited task abstains (audit more tasks)"
+            )
+        else:
+            out.append(
+                f"selective: error ≤ {sel['target_error']} with probability {1 - sel['delta']:.2f} on the "
+                f"{sel['coverage']:.1%} of tasks decided (confidence ≥ {sel['threshold']:.4f}); "
+                f"{sel['abstained']} tasks abstain: escalate them to a person"
+            )
     if "scored" in summary:
         out.append(f"accuracy: {summary['scored']['accuracy']:.4f} (audited tasks keep their labels)")
     return out
@@ -38,8 +51,16 @@ def audit_apply(
     method: str = "auto",
     truth_path: str | None = None,
     allow_partial_truth: bool = False,
+    target_error: float | None = None,
+    delta: float = 0.1,
 ) -> tuple[pd.DataFrame, dict]:
-    """The consensus refitted with the audited labels (the head chosen on the audit): predictions, summary."""
+    """The consensus refitted with the audited labels (the head chosen on the audit): predictions, summary.
+    With `target_error` (and `delta`), a selective consensus: only the tasks whose error rate is certified at
+    most `target_error` with probability 1 − `delta` on the audit are decided, the rest are `abstain`
+    (tasks/aggregate/selective.py)."""
+    for name, value in (("--target-error", target_error), ("--delta", delta)):
+        if value is not None and not 0 < value < 1:
+            raise InputError(f"{name} {value}: expected a number strictly between 0 and 1")
     votes = scoring.read_label_votes(votes_path)
     labels, weights = scoring.read_audit_labels(labels_path)
     stray = sorted(set(labels.index) - set(votes["task"].astype(str)), key=str)
@@ -55,13 +76,29 @@ def audit_apply(
             f"{labels_path}, field 'label': {unknown[:5]} are not labels the votes use ({classes})"
         )
     result = audit.refit(votes, labels, weights, method)
-    out = result["labels"].rename("label").rename_axis("task").reset_index()
     summary = {"n_labels": result["n_labels"], "head": result["head"], "audit_accuracy": result["scores"]}
+    if target_error is not None:
+        from judgeops.tasks.aggregate.selective import ABSTAIN, selective_labels
+
+        chosen, certified = selective_labels(
+            result["labels"],
+            result["confidence"],
+            result["audit_hits"],
+            result["audited"],
+            target_error,
+            delta,
+            result["weights"],
+        )
+        summary["selective"] = certified.as_dict()
+        summary["selective"]["abstained"] = int((chosen == ABSTAIN).sum())
+        result["labels"] = chosen
+    out = result["labels"].rename("label").rename_axis("task").reset_index()
     if truth_path:
         tasks = result["labels"].index
         truth = scoring.check_truth(
             scoring.read_table(truth_path, "truth"), tasks, truth_path, allow_partial=allow_partial_truth
         )
         space = sorted(set(votes["label"].dropna()), key=str)
-        summary["scored"] = scoring.score_labels(result["labels"], truth, space, truth_path)
+        decided = result["labels"].where(result["labels"] != "abstain")  # an abstention is no decision
+        summary["scored"] = scoring.score_labels(decided, truth, space, truth_path)
     return out, summary

@@ -27,10 +27,15 @@ refit(votes, labels, weights)
     decision), trained with the audit weights; and every other label-free method (`method:<name>`: MV,
     Dawid–Skene, CARE, CWV, ...), each fitted once on the votes alone — where a panel's structure defeats
     `auto`'s label-free checks (a clique outvoting the strong judge), a few labels still tell which method
-    read it right. Each labelled head is scored by weighted leave-one-out accuracy on the audited tasks
-    (refitted without the task it predicts); the label-free ones, which never saw the labels, by their
-    weighted accuracy on them. The best wins; a tie goes to the simpler (label-free, best judge, WMV,
-    stacking, then the other methods). The audited tasks keep their audited labels.
+    read it right. And the semi-supervised fits (`semi:<name>`: cwv, ds_position, dawid_skene fitted with the
+    audited labels as evidence — a labelled task's latent class is its label in EM, and cwv's judge accuracies
+    become Beta posteriors of their consistency-implied accuracy and their weighted audit record), which use
+    what the labels say about every judge instead of only picking a head. Each labelled head is scored by
+    weighted leave-one-out accuracy on the audited tasks (refitted without the task it predicts), each
+    semi-supervised one by 5-fold cross-fitting over the audit (the fold's labels unseen); the label-free ones,
+    which never saw the labels, by their weighted accuracy on them. The best wins; a tie goes to the simpler
+    (label-free, best judge, WMV, stacking, the semi-supervised fits, then the other methods). The audited
+    tasks keep their audited labels.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from judgeops.tasks.aggregate.registry import AGGREGATORS, USES_RUNS, default_in
 
 HEADS = ("label_free", "best_judge", "wmv_audited", "stacking")
 METHOD_HEAD = "method:"  # prefix of the heads that are another label-free method
+SEMI_HEAD = "semi:"  # prefix of the heads fitted with the labels as evidence (semi-supervised)
+SEMI_SUPERVISED = ("cwv", "ds_position", "dawid_skene")
 
 
 def _consensus(votes: pd.DataFrame, method: str):
@@ -204,6 +211,41 @@ def _head_scores(head: str, x_lab: np.ndarray, y: np.ndarray, w: np.ndarray, x: 
     return _stacking(x_lab, y, w).decision_function(x)
 
 
+def _semi_supervised(
+    name: str, df: pd.DataFrame, classes: tuple, labels: pd.Series, w: np.ndarray
+) -> pd.Series | None:
+    """The labels of `name` fitted with the audited labels as evidence (its `dev_labels`, with the inclusion
+    weights where it takes them); None where it cannot fit the panel."""
+    params = {"classes": tuple(classes)} if name != "dawid_skene" else {}
+    kwargs = {"dev_labels": labels}
+    if name != "dawid_skene":
+        kwargs["dev_weights"] = pd.Series(w, index=labels.index)
+    runs = [c for c in RUN_COLUMNS if c in df.columns] if name in USES_RUNS else []
+    try:
+        return get_aggregator(name, **params).fit(df[["task", "worker", "label", *runs]], **kwargs).labels_
+    except ValueError:
+        return None
+
+
+def _cross_fitted(
+    name: str, df: pd.DataFrame, classes: tuple, labels: pd.Series, w: np.ndarray, seed: int, folds: int = 5
+) -> np.ndarray:
+    """Per audited task, whether a semi-supervised head got it right when fitted without its label (`folds`-fold
+    over the audit; NaN where a fold could not be fitted)."""
+    fold = np.random.default_rng(seed).permutation(len(labels)) % min(folds, len(labels))
+    hits = np.full(len(labels), np.nan)
+    for f in np.unique(fold):
+        seen = fold != f
+        if len(np.unique(labels[seen])) < 2:
+            continue
+        predicted = _semi_supervised(name, df, classes, labels[seen], w[seen])
+        if predicted is None:
+            continue
+        held = labels.index[~seen]
+        hits[~seen] = (predicted.reindex(held) == labels[held]).to_numpy(dtype=float)
+    return hits
+
+
 def refit(
     votes: pd.DataFrame,
     labels: pd.Series,
@@ -235,6 +277,7 @@ def refit(
     right = (base.labels_.reindex(labels.index) == labels).to_numpy(dtype=float)
     scores = {"label_free": float(np.average(right, weights=w)) if len(labels) else np.nan}
     predictions = {"label_free": base.labels_.reindex(x_frame.index).astype(object)}
+    hits_by_head = {"label_free": right}  # per audited task, as the head decides it without that label
     if len(labels) >= min_labels and len(np.unique(y)) == 2:
         for head in HEADS[1:]:
             hits = np.full(len(y), np.nan)
@@ -247,24 +290,51 @@ def refit(
                     )
             ok = ~np.isnan(hits)
             scores[head] = float(np.average(hits[ok], weights=w[ok])) if ok.any() else np.nan
+            hits_by_head[head] = hits
             s = _head_scores(head, x_lab, y, w, x_all)
             predictions[head] = pd.Series(
                 np.where(s > 0, classes[0], np.where(s < 0, classes[1], "tie")),
                 index=x_frame.index,
                 dtype=object,
             )
+    if len(labels) >= min_labels and len(np.unique(y)) == 2:
+        for name in SEMI_SUPERVISED:
+            head = SEMI_HEAD + name
+            fitted = _semi_supervised(name, df, classes, labels, w)
+            if fitted is None:
+                continue
+            predictions[head] = fitted.reindex(x_frame.index).astype(object)
+            hits_by_head[head] = _cross_fitted(name, df, classes, labels, w, seed=0)
+            ok = ~np.isnan(hits_by_head[head])
+            scores[head] = float(np.average(hits_by_head[head][ok], weights=w[ok])) if ok.any() else np.nan
     if candidates is None:
         candidates = method_labels(df, skip=method)
     for name, predicted in candidates.items():
         if len(labels):
             head = METHOD_HEAD + name
             predictions[head] = predicted.reindex(x_frame.index).astype(object)
-            scores[head] = float(
-                np.average((predictions[head].loc[labels.index] == labels).to_numpy(), weights=w)
-            )
-    order = list(HEADS) + [h for h in predictions if h.startswith(METHOD_HEAD)]
+            hits_by_head[head] = (predictions[head].loc[labels.index] == labels).to_numpy(dtype=float)
+            scores[head] = float(np.average(hits_by_head[head], weights=w))
+    order = (
+        list(HEADS)
+        + [SEMI_HEAD + n for n in SEMI_SUPERVISED]
+        + [h for h in predictions if h.startswith(METHOD_HEAD)]
+    )
     usable = [h for h in order if h in predictions and not np.isnan(scores.get(h, np.nan))]
     head = max(usable, key=lambda h: (round(scores[h], 9), -order.index(h)), default="label_free")
     final = predictions[head].copy()
+    decided = final.copy()  # the head's own decisions, before the audited labels replace them
     final.loc[labels.index] = labels.to_numpy()
-    return {"labels": final, "head": head, "scores": scores, "n_labels": int(len(labels))}
+    p_first = base.probas_[classes[0]].reindex(x_frame.index).astype(float).fillna(0.5)
+    return {
+        "labels": final,
+        "head": head,
+        "scores": scores,
+        "n_labels": int(len(labels)),
+        # for a selective consensus (selective.py): the label-free posterior of each decision, and how the head
+        # did on each audited task without its label
+        "confidence": pd.Series(np.where(decided == classes[0], p_first, 1.0 - p_first), index=x_frame.index),
+        "audit_hits": pd.Series(hits_by_head.get(head, right), index=labels.index),
+        "audited": labels,
+        "weights": pd.Series(w, index=labels.index),
+    }

@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame
+from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame, dev_series
 from judgeops.tasks.aggregate.consistency import consistency_signals, has_perturbations
 
 
@@ -72,11 +72,18 @@ class ConsistencyWeightedVote(BinaryAggregator):
         dependence: bool = True,
         n_rounds: int = 3,
         pool_items: bool = False,
+        label_prior: float = 10.0,
     ):
         self.classes, self.min_pairs, self.dependence = classes, min_pairs, dependence
-        self.n_rounds, self.pool_items = n_rounds, pool_items
+        self.n_rounds, self.pool_items, self.label_prior = n_rounds, pool_items, label_prior
 
-    def fit(self, df: pd.DataFrame) -> ConsistencyWeightedVote:
+    def fit(
+        self, df: pd.DataFrame, dev_labels: pd.Series | None = None, dev_weights: pd.Series | None = None
+    ) -> ConsistencyWeightedVote:
+        """`dev_labels` (task → label, e.g. an audit) with `dev_weights` (their inclusion weights): each judge's
+        accuracy becomes a Beta posterior — the consistency-implied accuracy as a prior worth `label_prior`
+        votes, updated by its weighted right and wrong votes on the labelled tasks — and a labelled task's
+        decision is its label."""
         df = check_frame(df, "label", "ConsistencyWeightedVote")
         classes = binary_classes(df["label"], self.classes, "ConsistencyWeightedVote")
         df = df[df["label"].isin(classes)]
@@ -100,6 +107,9 @@ class ConsistencyWeightedVote(BinaryAggregator):
             weight = pd.Series(1.0, index=votes.columns)
             self.fallback_ = "no task was shown twice: every judge weighs 1 (majority vote)"
         base = weight.reindex(votes.columns).to_numpy(dtype=float)
+        known = dev_series(dev_labels, classes, votes.index) if dev_labels is not None else None
+        if known is not None:
+            base = self._audited_weights(base, votes, known, dev_weights)
         x = votes.to_numpy()
         share = signed_votes(by_unit, classes, "mean").to_numpy()
         multiplicity, rho = np.ones(len(base)), np.eye(len(base))
@@ -116,6 +126,9 @@ class ConsistencyWeightedVote(BinaryAggregator):
         self.weights_ = (self.consistency_weights_ / self.multiplicity_).rename("weight")
         score = np.nansum(x * self.weights_.to_numpy(), axis=1)
         p = 0.5 * (1 + np.tanh(np.clip(score / 2, -350, 350)))  # sigmoid(score), exactly .5 at 0
+        if known is not None:  # a labelled task is decided by its label
+            rows = known.notna().to_numpy()
+            p = np.where(rows, (known.to_numpy() > 0).astype(float), p)
         if unit == "item":  # every task of an item takes the item's vote
             item_of = df.groupby("task")["item"].first()
             score = pd.Series(score, index=votes.index).reindex(item_of.to_numpy()).to_numpy()
@@ -125,6 +138,28 @@ class ConsistencyWeightedVote(BinaryAggregator):
             index = votes.index
         self.scores_ = pd.Series(score, index=index, name="score")
         return self._finish(p, index, classes)
+
+    def _audited_weights(
+        self, base: np.ndarray, votes: pd.DataFrame, known: pd.Series, dev_weights: pd.Series | None
+    ) -> np.ndarray:
+        """Log-odds weights from Beta(s·q, s·(1 − q)) posteriors: q the accuracy the consistency weight implies,
+        s = `label_prior`, updated by each judge's weighted right and wrong runs on the labelled tasks (the
+        weights rescaled to sum to the number of labels, so the prior keeps its strength)."""
+        rows = known.notna().to_numpy()
+        y = known.to_numpy()[rows]
+        w = (
+            np.ones(rows.sum())
+            if dev_weights is None
+            else pd.Series(dev_weights).reindex(known.index[rows]).fillna(1.0).to_numpy()
+        )
+        w = w * len(w) / w.sum() if w.sum() > 0 else w
+        x = votes.to_numpy()[rows]  # runs for minus runs against the first class
+        right = np.nansum(np.where(np.isnan(x), 0.0, np.clip(x * y[:, None], 0, None)) * w[:, None], axis=0)
+        wrong = np.nansum(np.where(np.isnan(x), 0.0, np.clip(-x * y[:, None], 0, None)) * w[:, None], axis=0)
+        q = 1.0 / (1.0 + np.exp(-base))  # the accuracy each weight stands for
+        a = self.label_prior * q + right
+        b = self.label_prior * (1 - q) + wrong
+        return np.log(a / b)
 
 
 def residual_correlation(share: np.ndarray, consensus: np.ndarray) -> np.ndarray:

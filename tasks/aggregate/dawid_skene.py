@@ -11,6 +11,9 @@ the algorithm is a few vectorised numpy lines.
 - Each iteration: E-step (posterior over true labels from priors and confusion matrices, in log space),
   then M-step (priors and confusion matrices from the posteriors).
 - Stops after `n_iter` iterations, or earlier when the evidence lower bound changes by less than `tol`.
+- Labels (`fit(df, dev_labels=...)`, e.g. an audit): semi-supervised EM — a labelled task's posterior is its
+  label, fixed at every E-step, so the labels enter the confusion matrices and the priors as evidence instead
+  of only scoring the result; the unlabelled tasks are inferred as before.
 - Runs: several rows of one (task, worker) (e.g. a `run` column naming both display orders) are that judge's
   repeated votes, each an observation of the same confusion matrix: the runs are modelled, not averaged. (As
   workers of their own, one confusion per judge and run, it was 0.91 on LLMBar Natural against 0.95: twice
@@ -25,6 +28,22 @@ import pandas as pd
 from judgeops.tasks.aggregate._base import TIE, check_frame, check_iterations
 
 
+def known_rows(
+    dev_labels: pd.Series | None, tasks: pd.Index, labels: pd.Index, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(task positions, label positions) of the labelled tasks among `tasks` (labels of tasks the votes lack are
+    ignored); a label that is not one of `labels` is a ValueError naming it."""
+    if dev_labels is None:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    known = pd.Series(dev_labels).dropna()
+    unknown = sorted(set(known.unique()) - set(labels), key=str)
+    if unknown:
+        raise ValueError(f"{name}: labels {unknown[:5]} are not among the votes' labels {list(labels)}")
+    at = tasks.get_indexer(known.index)
+    mine = at >= 0
+    return at[mine], labels.get_indexer(known.to_numpy()[mine])
+
+
 class DawidSkene:
     """Fitted: `probas_` (task × label), `labels_` (task; exact ties → `tie`, where crowd-kit takes the
     first label),
@@ -33,12 +52,14 @@ class DawidSkene:
     def __init__(self, n_iter: int = 100, tol: float = 1e-5):
         self.n_iter, self.tol = n_iter, tol
 
-    def fit(self, data: pd.DataFrame) -> DawidSkene:
+    def fit(self, data: pd.DataFrame, dev_labels: pd.Series | None = None) -> DawidSkene:
+        """`dev_labels`: task → known label (an audit): those tasks' posteriors are fixed to their labels."""
         check_iterations(self.n_iter, self.tol, "DawidSkene")
         data = check_frame(data, "label", "DawidSkene")[["task", "worker", "label"]]
         tasks = pd.Index(sorted(data["task"].unique()), name="task")
         workers = pd.Index(sorted(data["worker"].unique()), name="worker")
         labels = pd.Index(sorted(data["label"].unique()), name="label")
+        self._known = known_rows(dev_labels, tasks, labels, "DawidSkene")
         t = tasks.get_indexer(data["task"])
         w = workers.get_indexer(data["worker"])
         obs = labels.get_indexer(data["label"])
@@ -47,11 +68,11 @@ class DawidSkene:
 
         votes = np.zeros((n_t, k))
         np.add.at(votes, (t, obs), 1.0)
-        probas = votes / np.maximum(votes.sum(axis=1, keepdims=True), 1)  # iteration 0: majority vote
+        probas = self._clamp(votes / np.maximum(votes.sum(axis=1, keepdims=True), 1))  # iteration 0: MV
         priors, errors = self._m_step(probas)
         self.loss_history_ = []
         for _ in range(self.n_iter):
-            probas = self._e_step(priors, errors)
+            probas = self._clamp(self._e_step(priors, errors))
             priors, errors = self._m_step(probas)
             self.loss_history_.append(self._elbo(probas, priors, errors))
             if self.tol > 0 and len(self.loss_history_) > 1:
@@ -71,6 +92,14 @@ class DawidSkene:
 
     def fit_predict_proba(self, data: pd.DataFrame) -> pd.DataFrame:
         return self.fit(data).probas_
+
+    def _clamp(self, probas: np.ndarray) -> np.ndarray:
+        rows, cols = self._known
+        if len(rows):
+            probas = probas.copy()
+            probas[rows] = 0.0
+            probas[rows, cols] = 1.0
+        return probas
 
     def _m_step(self, probas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Priors, and errors[w, observed, true] = Σ posterior mass of `true` on w's `observed` votes,

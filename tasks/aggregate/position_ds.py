@@ -41,7 +41,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame, check_iterations
+from judgeops.tasks.aggregate._base import (
+    BinaryAggregator,
+    binary_classes,
+    check_frame,
+    check_iterations,
+    dev_series,
+)
 from judgeops.tasks.aggregate.consistency import shown_first
 from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote
 
@@ -65,9 +71,20 @@ class PositionDawidSkene(BinaryAggregator):
     ):
         self.n_iter, self.tol, self.init, self.classes, self.tempered = n_iter, tol, init, classes, tempered
 
-    def fit(self, df: pd.DataFrame, start: ConsistencyWeightedVote | None = None) -> PositionDawidSkene:
+    def fit(
+        self,
+        df: pd.DataFrame,
+        start: ConsistencyWeightedVote | None = None,
+        dev_labels: pd.Series | None = None,
+        dev_weights: pd.Series | None = None,
+    ) -> PositionDawidSkene:
         """`start`: a consistency-weighted vote already fitted on these votes with these classes (auto has
-        one); without it, one is fitted here."""
+        one); without it, one is fitted here (semi-supervised too, where labels are given).
+
+        `dev_labels` (task → label, e.g. an audit; `dev_weights` their inclusion weights, used by the cwv start):
+        semi-supervised EM — a labelled task's posterior is fixed to its label at every step, so the labels
+        enter every judge's confusion as evidence and hold EM in the mode they agree with (no orientation by
+        consistency is needed)."""
         if self.init not in ("consistency", "mv"):
             raise ValueError(f"PositionDawidSkene: init must be 'consistency' or 'mv', got {self.init!r}")
         check_iterations(self.n_iter, self.tol, "PositionDawidSkene")
@@ -90,8 +107,19 @@ class PositionDawidSkene(BinaryAggregator):
             ctx = np.where(first.to_numpy() == classes[0], 0, np.where(first.to_numpy() == classes[1], 1, 2))
         self._rows = (t, w, ctx, vote, len(tasks), len(workers))
 
+        known = dev_series(dev_labels, classes, tasks) if dev_labels is not None else None
+        self._clamped = None
+        if known is not None:
+            rows = np.flatnonzero(known.notna().to_numpy())
+            self._clamped = (rows, (known.to_numpy()[rows] > 0).astype(float))
         if self.init == "consistency":
-            cwv = start if start is not None else ConsistencyWeightedVote(classes=classes).fit(df)
+            cwv = (
+                start
+                if start is not None
+                else ConsistencyWeightedVote(classes=classes).fit(
+                    df, dev_labels=dev_labels, dev_weights=dev_weights
+                )
+            )
             post = cwv.probas_[classes[0]].reindex(tasks).to_numpy()
             weights = cwv.weights_.reindex(workers).to_numpy()
             multiplicity = cwv.multiplicity_.reindex(workers).to_numpy()
@@ -100,11 +128,12 @@ class PositionDawidSkene(BinaryAggregator):
             weights, multiplicity = np.ones(len(workers)), np.ones(len(workers))
         self._tau = 1.0 / multiplicity if self.tempered else np.ones(len(workers))
         self.multiplicity_ = pd.Series(multiplicity, index=workers, name="multiplicity")
-        post = np.clip(post, 1e-3, 1 - 1e-3)  # a confident start, not a frozen one
+        post = self._clamp(np.clip(post, 1e-3, 1 - 1e-3))  # a confident start, not a frozen one
         self.loss_history_ = []
         for _ in range(self.n_iter):
             prior, theta = self._m_step(post)
             post, loglik = self._e_step(prior, theta)
+            post = self._clamp(post)
             self.loss_history_.append(loglik)
             if len(self.loss_history_) > 1 and abs(loglik - self.loss_history_[-2]) < self.tol * max(
                 1, abs(loglik)
@@ -112,7 +141,9 @@ class PositionDawidSkene(BinaryAggregator):
                 break
         prior, theta = self._m_step(post)
         accuracy = self._accuracy(prior, theta)
-        self.mirrored_ = bool(np.nansum(weights * (accuracy - 0.5)) < 0)
+        # labelled tasks hold EM in the mode they agree with; without labels, the consistency weights decide
+        labelled = self._clamped is not None and len(self._clamped[0]) > 0
+        self.mirrored_ = not labelled and bool(np.nansum(weights * (accuracy - 0.5)) < 0)
         if self.mirrored_:  # the other mode of the same likelihood
             post, prior, theta = 1 - post, prior[::-1], theta[:, :, ::-1]
             accuracy = self._accuracy(prior, theta)
@@ -132,6 +163,13 @@ class PositionDawidSkene(BinaryAggregator):
             .rename("position_bias")
         )
         return self._finish(post, tasks, classes)
+
+    def _clamp(self, post: np.ndarray) -> np.ndarray:
+        if self._clamped is None:
+            return post
+        post = post.copy()
+        post[self._clamped[0]] = self._clamped[1]
+        return post
 
     def _m_step(self, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         t, w, ctx, vote, _, n_w = self._rows
