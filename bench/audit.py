@@ -25,7 +25,8 @@ from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_
 
 warnings.filterwarnings("ignore", category=UserWarning)
 KS = (0, 10, 20, 50, 100)
-LABELS = {r: f"({n}) {r}" for n, r in zip(["i", "ii", "iii", "iv", "v", "vi", "vii"], REGIMES, strict=True)}
+NUMERALS = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi"]
+LABELS = {r: f"({n}) {r}" for n, r in zip(NUMERALS, REGIMES, strict=True)}
 
 
 def accuracy(labels: pd.Series, truth: pd.Series) -> float:

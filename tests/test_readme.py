@@ -61,7 +61,7 @@ def test_the_readme_lists_the_commands_this_test_runs():
 
 
 def user_files(cwd: Path) -> None:
-    """votes.csv, truth.csv and dev.csv: a panel of six judges on 200 tasks with known truth."""
+    """votes.csv, scores.csv, truth.csv and dev.csv: a panel of six judges on 200 tasks with known truth."""
     rng = np.random.default_rng(0)
     truth = pd.Series(rng.choice(["A", "B"], 200), index=[f"t{i}" for i in range(200)])
     accuracy = np.array([0.9, 0.8, 0.75, 0.7, 0.65, 0.6])
@@ -74,6 +74,8 @@ def user_files(cwd: Path) -> None:
     votes = pd.DataFrame(rows, columns=["task", "worker", "label", "run"])
     votes["score"] = np.where(votes["label"] == "A", 0.8, 0.2)
     votes.to_csv(cwd / "votes.csv", index=False)
+    scored = votes.assign(score=votes["score"] + rng.normal(0, 0.1, len(votes)))  # a rating per judge and task
+    scored.groupby(["task", "worker"], as_index=False)["score"].mean().to_csv(cwd / "scores.csv", index=False)
     truth.rename_axis("task").rename("label").reset_index().to_csv(cwd / "truth.csv", index=False)
     truth.iloc[:40].rename_axis("task").rename("label").reset_index().to_csv(cwd / "dev.csv", index=False)
 
@@ -103,7 +105,7 @@ def test_the_commands_on_a_users_own_files(user):
     for command in commands():
         if not any(command.startswith(s) for s in NEEDS_A_RUN) and "simulate-drift" not in command:
             run_command(command, cwd, env)
-    assert (cwd / "pred.parquet").exists() and (cwd / "consensus.csv").exists()
+    assert (cwd / "pred.parquet").exists() and (cwd / "consensus.csv").exists() and (cwd / "decided.csv").exists()
 
 
 @pytest.mark.slow
