@@ -74,7 +74,9 @@ def user_files(cwd: Path) -> None:
     votes = pd.DataFrame(rows, columns=["task", "worker", "label", "run"])
     votes["score"] = np.where(votes["label"] == "A", 0.8, 0.2)
     votes.to_csv(cwd / "votes.csv", index=False)
-    scored = votes.assign(score=votes["score"] + rng.normal(0, 0.1, len(votes)))  # a rating per judge and task
+    scored = votes.assign(
+        score=votes["score"] + rng.normal(0, 0.1, len(votes))
+    )  # a rating per judge and task
     scored.groupby(["task", "worker"], as_index=False)["score"].mean().to_csv(cwd / "scores.csv", index=False)
     truth.rename_axis("task").rename("label").reset_index().to_csv(cwd / "truth.csv", index=False)
     truth.iloc[:40].rename_axis("task").rename("label").reset_index().to_csv(cwd / "dev.csv", index=False)
@@ -105,7 +107,11 @@ def test_the_commands_on_a_users_own_files(user):
     for command in commands():
         if not any(command.startswith(s) for s in NEEDS_A_RUN) and "simulate-drift" not in command:
             run_command(command, cwd, env)
-    assert (cwd / "pred.parquet").exists() and (cwd / "consensus.csv").exists() and (cwd / "decided.csv").exists()
+    assert (
+        (cwd / "pred.parquet").exists()
+        and (cwd / "consensus.csv").exists()
+        and (cwd / "decided.csv").exists()
+    )
 
 
 @pytest.mark.slow

@@ -7,8 +7,7 @@ vote where it has none. The candidates are four latent-class readings of the sam
 the most assuming:
 
 - mv: every vote counts once (one shared accuracy, no dependence);
-- dawid_skene: a confusion matrix per judge (per judge and run where runs are named), judges independent
-  given the truth;
+- dawid_skene: a confusion matrix per judge (every run a vote), judges independent given the truth;
 - cwv: each judge weighted by the accuracy its perturbation consistency implies, divided by its effective
   multiplicity (the dependence correction of cwv.py);
 - ds_position: a confusion per judge and display context, started from cwv and tempered by the same

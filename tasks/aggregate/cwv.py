@@ -109,7 +109,7 @@ class ConsistencyWeightedVote(BinaryAggregator):
         base = weight.reindex(votes.columns).to_numpy(dtype=float)
         known = dev_series(dev_labels, classes, votes.index) if dev_labels is not None else None
         if known is not None:
-            base = self._audited_weights(base, votes, known, dev_weights)
+            base = self._audited_weights(base, votes.columns, by_unit, known, dev_weights, classes)
         x = votes.to_numpy()
         share = signed_votes(by_unit, classes, "mean").to_numpy()
         multiplicity, rho = np.ones(len(base)), np.eye(len(base))
@@ -140,25 +140,31 @@ class ConsistencyWeightedVote(BinaryAggregator):
         return self._finish(p, index, classes)
 
     def _audited_weights(
-        self, base: np.ndarray, votes: pd.DataFrame, known: pd.Series, dev_weights: pd.Series | None
+        self,
+        base: np.ndarray,
+        workers: pd.Index,
+        df: pd.DataFrame,
+        known: pd.Series,
+        dev_weights: pd.Series | None,
+        classes: tuple[str, str],
     ) -> np.ndarray:
         """Log-odds weights from Beta(s·q, s·(1 − q)) posteriors: q the accuracy the consistency weight implies,
         s = `label_prior`, updated by each judge's weighted right and wrong runs on the labelled tasks (the
         weights rescaled to sum to the number of labels, so the prior keeps its strength)."""
-        rows = known.notna().to_numpy()
-        y = known.to_numpy()[rows]
-        w = (
-            np.ones(rows.sum())
-            if dev_weights is None
-            else pd.Series(dev_weights).reindex(known.index[rows]).fillna(1.0).to_numpy()
-        )
+        labelled = known.dropna()
+        w = pd.Series(1.0, index=labelled.index)
+        if dev_weights is not None:
+            w = pd.Series(dev_weights).reindex(labelled.index).fillna(1.0)
         w = w * len(w) / w.sum() if w.sum() > 0 else w
-        x = votes.to_numpy()[rows]  # runs for minus runs against the first class
-        right = np.nansum(np.where(np.isnan(x), 0.0, np.clip(x * y[:, None], 0, None)) * w[:, None], axis=0)
-        wrong = np.nansum(np.where(np.isnan(x), 0.0, np.clip(-x * y[:, None], 0, None)) * w[:, None], axis=0)
+        rows = df[df["task"].isin(labelled.index)]
+        truth = rows["task"].map(labelled).to_numpy()  # +1: the first class
+        vote = np.where(rows["label"].to_numpy() == classes[0], 1.0, -1.0)
+        weight = rows["task"].map(w).to_numpy()
+        right = pd.Series(weight * (vote == truth), index=rows.index).groupby(rows["worker"]).sum()
+        wrong = pd.Series(weight * (vote != truth), index=rows.index).groupby(rows["worker"]).sum()
         q = 1.0 / (1.0 + np.exp(-base))  # the accuracy each weight stands for
-        a = self.label_prior * q + right
-        b = self.label_prior * (1 - q) + wrong
+        a = self.label_prior * q + right.reindex(workers).fillna(0.0).to_numpy()
+        b = self.label_prior * (1 - q) + wrong.reindex(workers).fillna(0.0).to_numpy()
         return np.log(a / b)
 
 
