@@ -265,3 +265,35 @@ def test_score_votes_against_0_1_truth_say_that_a_is_the_higher_score(tmp_path, 
     assert main(["aggregate", str(votes), "--method", "care_tensor", "--truth", str(truth)]) == 2
     err = capsys.readouterr().err
     assert "the first candidate has the higher score" in err and str(truth) in err and "\n" not in err.strip()
+
+
+def test_the_evaluate_flow_runs_auto_on_scores_when_configured_and_estimates_every_method():
+    """aggregation.params {auto: {input: score}}: auto reads the judges' P(first) per run; every method's accuracy
+    is still estimated without labels under auto's reading of the labels."""
+    from judgeops.tasks.aggregate.panel import aggregate_panel
+
+    panel = make_panel("versions", n_tasks=300, seed=0, family=True)
+    v = panel.votes
+    pair = v["task"].str.split(":").str[0]
+    variants = pd.DataFrame(
+        {
+            "variant_id": v["task"] + ":" + v["run"],
+            "pair_id": pair,
+            "presentation": v["presentation"],
+            "order": v["run"],
+        }
+    ).drop_duplicates("variant_id")
+    verdicts = pd.DataFrame(
+        {
+            "judge_id": v["worker"],
+            "variant_id": v["task"] + ":" + v["run"],
+            # in the display frame: "A" is the answer shown first, which is the canonical A in run AB
+            "verdict": np.where((v["label"] == "A") == (v["run"] == "AB"), "A", "B"),
+            "p_first": np.where(v["run"] == "AB", v["score"], 1 - v["score"]),
+        }
+    )
+    out = aggregate_panel(verdicts, variants, ["mv", "auto"], params={"auto": {"input": "score"}})
+    notes = out["aggregation_notes"].set_index("method")
+    assert notes.loc["auto", "choice"] in ("avg", "uws", "care_svd", "care_tensor")
+    assert notes["estimated_accuracy"].between(0, 1).all() and notes["estimated_ci_low"].notna().all()
+    assert (out["consensus"].query("method == 'auto'")["label"].isin(["A", "B"])).all()

@@ -113,7 +113,9 @@ def _fit_one(
         {"neutral": 0.5} if method in ("uws", "care_svd", "care_tensor") else {}
     )  # P(first) = .5: no view
     estimator = get_aggregator(method, **{**defaults, **params.get(method, {})})
-    kind = default_input(method)
+    kind = params.get(method, {}).get(
+        "input", default_input(method)
+    )  # e.g. auto on scores: {"input": "score"}
     # every method gets the runs (display orders): the consistency methods read them as perturbations, the
     # one-vote-per-judge methods as workers of their own (_base.run_workers), never averaged into one vote
     extra = [c for c in (RUN_COLUMNS if method in USES_RUNS else ("run",)) if c in votes.columns]
@@ -195,10 +197,13 @@ def aggregate_panel(
                 }
             )
         )
-    if "auto" not in fitted:  # the reading every method's accuracy is estimated under
+    reference = fitted.get("auto")  # the reading every method's accuracy is estimated under: auto on labels
+    if reference is None or getattr(reference, "input", "label") != "label":
+        reading: dict = {}
         with contextlib.suppress(ValueError):
-            _fit_one("auto", votes, params or {}, fitted)
-    estimates = estimated_accuracies(fitted.get("auto"), task_labels)
+            _fit_one("auto", votes, {}, reading)
+        reference = reading.get("auto")
+    estimates = estimated_accuracies(reference, task_labels)
     return {
         "consensus": pd.concat(out, ignore_index=True),
         "consistency": panel_consistency(votes, pairs, shown),
@@ -277,11 +282,11 @@ def aggregation_notes(
         if method == "auto" and "auto" in fitted:
             est = fitted["auto"]
             choice, reason = est.choice_, est.reason_
-            ident = identifiability(est, estimate.estimate if estimate else None)
-            warning = warning or ident.warning
-            evidence = json.dumps(
-                {**est.evidence_, "identifiability": ident.as_dict()}, sort_keys=True, default=float
-            )
+            extra = {}
+            if getattr(est, "input", "label") == "label":  # auto on scores has no identifiability reading
+                ident = identifiability(est, estimate.estimate if estimate else None)
+                warning, extra = warning or ident.warning, {"identifiability": ident.as_dict()}
+            evidence = json.dumps({**est.evidence_, **extra}, sort_keys=True, default=float)
         fallbacks = "; ".join(getattr(fitted.get(method), "fallbacks_", None) or [])
         if fallbacks:
             log.warning("aggregate: %s fell back: %s", method, fallbacks)
