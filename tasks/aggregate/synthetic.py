@@ -334,31 +334,14 @@ def _perturbed(
                 + f * gamma
                 + rng.normal(size=(n_items, n_judges))
             )
-            rows.append(
-                pd.DataFrame(
-                    {
-                        "task": np.repeat([f"{i}:{presentation}" for i in range(n_items)], n_judges),
-                        "worker": np.tile([f"j{j}" for j in range(n_judges)], n_items),
-                        "label": np.where(d > 0, "A", "B").ravel(),
-                        "score": (1 / (1 + np.exp(-1.7 * d))).ravel(),
-                        "run": run,
-                        "item": np.repeat(np.arange(n_items), n_judges),
-                        "presentation": presentation,
-                    }
-                )
-            )
+            rows.append(_run_rows(d, presentation, run))
     votes = pd.concat(rows, ignore_index=True)
-    tasks = [f"{i}:{pr}" for pr in PRESENTATIONS for i in range(n_items)]
-    truth = pd.Series(
-        np.tile(np.where(y > 0, "A", "B"), len(PRESENTATIONS)),
-        index=pd.Index(tasks, name="task"),
-        name="label",
-    )
+    truth = _item_truth(y)
     names = [f"j{j}" for j in range(n_judges)]
     params = {
         "regime": regime,
         "seed": seed,
-        "n_tasks": len(tasks),
+        "n_tasks": len(truth),
         "family": family,
         "adversarial": float(p["adversarial"]),
         "cue_kept": float(p["cue_kept"]),
@@ -368,6 +351,32 @@ def _perturbed(
         },
     }
     return Panel(votes, truth.sort_index(), params)
+
+
+def _run_rows(d: np.ndarray, presentation: str, run: str) -> pd.DataFrame:
+    """One run of every item in one presentation: d (items × judges) is each judge's preference for A."""
+    n_items, n_judges = d.shape
+    return pd.DataFrame(
+        {
+            "task": np.repeat([f"{i}:{presentation}" for i in range(n_items)], n_judges),
+            "worker": np.tile([f"j{j}" for j in range(n_judges)], n_items),
+            "label": np.where(d > 0, "A", "B").ravel(),
+            "score": (1 / (1 + np.exp(-1.7 * d))).ravel(),
+            "run": run,
+            "item": np.repeat(np.arange(n_items), n_judges),
+            "presentation": presentation,
+        }
+    )
+
+
+def _item_truth(y: np.ndarray) -> pd.Series:
+    """task (`item:presentation`) → the item's true label, every presentation."""
+    tasks = [f"{i}:{pr}" for pr in PRESENTATIONS for i in range(len(y))]
+    return pd.Series(
+        np.tile(np.where(y > 0, "A", "B"), len(PRESENTATIONS)),
+        index=pd.Index(tasks, name="task"),
+        name="label",
+    )
 
 
 def _pairwise_families(
@@ -400,31 +409,14 @@ def _pairwise_families(
             noise = np.where(p["invariant"], still, rng.normal(size=(n_items, n_judges)))
             d = np.outer(y, alpha) + g + np.outer(cue[:, k], beta) + f * gamma + noise
             d = np.where(flips, f * 10.0, d)
-            rows.append(
-                pd.DataFrame(
-                    {
-                        "task": np.repeat([f"{i}:{presentation}" for i in range(n_items)], n_judges),
-                        "worker": np.tile([f"j{j}" for j in range(n_judges)], n_items),
-                        "label": np.where(d > 0, "A", "B").ravel(),
-                        "score": (1 / (1 + np.exp(-1.7 * d))).ravel(),
-                        "run": run,
-                        "item": np.repeat(np.arange(n_items), n_judges),
-                        "presentation": presentation,
-                    }
-                )
-            )
+            rows.append(_run_rows(d, presentation, run))
     votes = pd.concat(rows, ignore_index=True)
-    tasks = [f"{i}:{pr}" for pr in PRESENTATIONS for i in range(n_items)]
-    truth = pd.Series(
-        np.tile(np.where(y > 0, "A", "B"), len(PRESENTATIONS)),
-        index=pd.Index(tasks, name="task"),
-        name="label",
-    )
+    truth = _item_truth(y)
     names = [f"j{j}" for j in range(n_judges)]
     params = {
         "regime": regime,
         "seed": seed,
-        "n_tasks": len(tasks),
+        "n_tasks": len(truth),
         "family": family,
         "cue_kept": float(p["cue_kept"]),
         **{
