@@ -106,6 +106,16 @@ FOOTER = """
 - **Secrets.** Keys come only from an environment variable or a Prefect Secret block, go only into the
   Authorization header, and are redacted from anything a server echoes; the config refuses inline keys
   without printing them.
+- **Signals.** SIGINT and SIGTERM end a run command as cancelled, with one line and exit 128 + the signal;
+  the temporary Prefect server is started in its own session and stopped. Each signal is also noted
+  (`schemas/liveness.py`): an engine that swallows or replaces the exception a signal raises (Prefect's task
+  engine interrupted while it sets up a task run answers "Task run is not set") cannot make the run go on —
+  no artifact is written after a signal, and the exit reads the note.
+- **The doors.** The fuzz rows (`fuzz: …`) feed every command and option that takes a name, a path, a number or
+  a file, the config loader and the readers with generated hostile values (hypothesis, derandomized; the count
+  per entry point is the row's figure, `JUDGEOPS_FUZZ_CASES=N` for more): exit 1 or 2 with one message and no
+  traceback, never 0 on garbage, nothing read under a planted folder beside the working tree and nothing
+  written in it (`tests/reliability/test_fuzz_entry_points.py`).
 """
 
 
