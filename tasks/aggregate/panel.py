@@ -113,9 +113,8 @@ def _fit_one(
         {"neutral": 0.5} if method in ("uws", "care_svd", "care_tensor") else {}
     )  # P(first) = .5: no view
     estimator = get_aggregator(method, **{**defaults, **params.get(method, {})})
-    kind = params.get(method, {}).get(
-        "input", default_input(method)
-    )  # e.g. auto on scores: {"input": "score"}
+    # what it reads: its default, or its `input` parameter (e.g. {"auto": {"input": "score"}})
+    kind = params.get(method, {}).get("input", default_input(method))
     # every method gets the runs (display orders): the consistency methods read them as perturbations, the
     # one-vote-per-judge methods as workers of their own (_base.run_workers), never averaged into one vote
     extra = [c for c in (RUN_COLUMNS if method in USES_RUNS else ("run",)) if c in votes.columns]
