@@ -137,15 +137,8 @@ def cmd_audit_propose(args) -> int:
 
 
 def cmd_audit_apply(args) -> int:
-    out, summary = api.audit_apply(
-        args.votes,
-        args.labels,
-        args.method,
-        args.truth,
-        args.allow_partial_truth,
-        args.target_error,
-        args.delta,
-    )
+    inputs = (args.votes, args.labels, args.method, args.truth, args.allow_partial_truth)
+    out, summary = api.audit_apply(*inputs, args.target_error, args.delta)
     if args.out:
         _write(out, args.out)
     if args.json:
