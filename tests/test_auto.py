@@ -237,6 +237,25 @@ def test_auto_on_scores_ranks_at_least_as_well_as_the_average(regime):
     assert tau(auto) >= tau(get_aggregator("avg").fit(votes)) - 0.01
 
 
+def test_votes_with_graded_scores_are_read_by_care_tensor_and_0_1_scores_are_not(tmp_path, capsys):
+    """A clique shown once: the votes alone cannot tell its shared error from the truth (auto's vote readings
+    measured 0.64 on the family), the scores beside them can (CARE-Tensor 0.95 on this draw). Scores that only
+    repeat the votes (0/1) leave auto on the votes."""
+    panel = make_panel("clique", n_tasks=900, seed=1, family=True)
+    votes = panel.votes[["task", "worker", "label", "score"]]
+    with_scores = get_aggregator("auto").fit(votes)
+    votes_only = get_aggregator("auto").fit(votes[["task", "worker", "label"]])
+    assert with_scores.choice_ == "care_tensor" and "scores" in with_scores.reason_
+    assert votes_only.choice_ != "care_tensor"
+    assert accuracy(with_scores.labels_, panel.truth) >= accuracy(votes_only.labels_, panel.truth) + 0.15
+    binary = votes.assign(score=(votes["label"] == "A").astype(float))
+    assert get_aggregator("auto").fit(binary).choice_ == votes_only.choice_
+    path = tmp_path / "votes.csv"  # the command line keeps the score column for auto
+    votes.to_csv(path, index=False)
+    assert main(["aggregate", str(path), "--method", "auto", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["choice"] == "care_tensor"
+
+
 def test_auto_reads_a_score_file_and_says_which_metrics_fit_its_scale(tmp_path, capsys):
     panel = make_panel("clique", n_tasks=400, seed=1, family=True)
     votes, truth = tmp_path / "scores.csv", tmp_path / "truth.csv"

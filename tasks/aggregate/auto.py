@@ -24,13 +24,21 @@ The choice:
    decide alone. This also settles the panels whose strong judge is only a little more consistent than the
    rest (LLMBar Natural: GPT-4's implied accuracy 0.97 against a median of 0.88, where the old rule asked for a
    spread of 0.1 and kept majority vote at 0.91; the average reaches 0.97).
-2. No perturbation, and most judges look conditionally independent (fewer than `max_dependent_share` of them
+2. No perturbation, and the votes carry graded scores (a `score` column on every vote, with three or more
+   distinct values for the median judge; 0/1 scores only repeat the votes): CARE-Tensor's reading of the
+   scores, if it fitted without a fallback, ranks the tasks with the judges' average (Kendall τ ≥ 0) and lands
+   on majority vote's side. A vote is a thresholded score, so the scores lose nothing the votes have; and
+   CARE-Tensor is the one reading that models a binary confounder or a clique's shared noise beside the truth,
+   separated by the fourth cumulant, which second-order evidence (steps 3 and 4) cannot do. Where it cannot
+   help: scores without a graded signal (a judge's few fixed ratings), or a confounder that is itself
+   Gaussian-like on the scores — its fit then falls back or lands on the mirror, and the steps below decide.
+3. No perturbation, and most judges look conditionally independent (fewer than `max_dependent_share` of them
    count as more than `clique_multiplicity` judges by cwv's dependence check), and Dawid–Skene lands on
    majority vote's side of the mirror (agreement ≥ `min_agreement`): dawid_skene, which weighs better judges
    more. The assumption: Dawid–Skene's latent class is the truth while the judges it explains as independent
    are the majority; a minority that errs together (or, as the check is made against majority vote, a few
    strong judges right together where the vote is wrong: regime iii) does not move its latent.
-3. No perturbation, and most judges are in correlated groups (a clique, a family, a confounder they share):
+4. No perturbation, and most judges are in correlated groups (a clique, a family, a confounder they share):
    cwv, which is then majority vote with each judge's vote divided by its effective multiplicity (a group
    counts about once), if it lands on majority vote's side; else majority vote. (Tempered Dawid–Skene,
    ds_position without contexts, was 1–3 points below it on those families: EM drifts from the corrected
@@ -55,7 +63,7 @@ Where it cannot help, and what the user sees then (BENCHMARKS.md, the families o
   answer on its own, so their verdicts never change with the order and look as consistent as a judge that
   reads (regime x: auto stays at majority vote's level there, far below the order-sensitive best judge);
 - a clique or a confounder on a panel shown once (regimes ii, iv, xi): second-order evidence cannot tell a
-  group's shared error from the truth. The dependence check and the share rule of step 2 are a bet on the
+  group's shared error from the truth. The dependence check and the share rule of step 3 are a bet on the
   majority; on (ii) and (iv) it loses on the draws where the correlated group is under half the panel;
   only scores (CARE-Tensor) or labels settle those panels.
 The identifiability diagnostic (estimate.py) warns on such panels and says how many labels would settle them.
@@ -75,6 +83,7 @@ from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
 
 CONSISTENCY = "ds_position+cwv"
 CHOICES = (CONSISTENCY, "dawid_skene", "cwv", "mv")  # the readings auto takes, in tie-breaking order
+SCORES = "care_tensor"  # the reading of graded scores, where the votes carry them (step 2)
 
 
 def agreement(one: pd.Series, other: pd.Series, classes: tuple[str, str]) -> float:
@@ -173,7 +182,16 @@ class AutoAggregator(BinaryAggregator):
         else:
             pair = cwv.most_correlated_pair_
             dependent = evidence["dependent_share"] >= self.max_dependent_share
-            if not dependent and evidence["agreement_with_mv"]["dawid_skene"] >= self.min_agreement:
+            scored = self._score_reading(df, classes, tasks, labels["mv"], evidence)
+            if scored is not None:
+                name, post[SCORES] = SCORES, scored
+                reason = (
+                    "no perturbation, and the judges' scores say more than their votes: CARE-Tensor fitted "
+                    f"without a fallback, ranks the tasks with the judges' average (Kendall τ "
+                    f"{evidence['score_reading']['kendall_tau_with_avg']:.2f}) and lands on majority vote's side; "
+                    "its two-latent mixture separates the truth from a confounder or clique the votes cannot"
+                )
+            elif not dependent and evidence["agreement_with_mv"]["dawid_skene"] >= self.min_agreement:
                 name = "dawid_skene"
                 reason = (
                     f"no perturbation, and most judges look conditionally independent ("
@@ -200,6 +218,36 @@ class AutoAggregator(BinaryAggregator):
         self.choice_, self.reason_, self.evidence_ = name, reason, evidence
         self.posteriors_ = post
         return self._finish(final.to_numpy(), tasks, classes)
+
+    def _score_reading(
+        self, df: pd.DataFrame, classes: tuple[str, str], tasks: pd.Index, mv: pd.Series, evidence: dict
+    ) -> pd.Series | None:
+        """CARE-Tensor's P(first class) where the votes come with graded scores (step 2 of the module docstring),
+        or None where they do not, or where its fit fell back, ranks against the average or takes the mirror."""
+        if "score" not in df.columns or df["score"].isna().any():
+            return None
+        if df.groupby("worker")["score"].nunique().median() < 3:  # 0/1 scores repeat the votes: nothing new
+            return None
+        try:
+            reading = AutoAggregator(classes=classes, input="score", neutral=self.neutral).fit(df)
+        except ValueError as exc:
+            evidence["score_reading"] = {"could_not_fit": str(exc)}
+            return None
+        p = first_class_posterior(reading, classes, tasks)
+        evidence["score_reading"] = {
+            "choice": reading.choice_,
+            "kendall_tau_with_avg": reading.evidence_["kendall_tau_with_avg"].get(
+                "care_tensor", float("nan")
+            ),
+            "agreement_with_mv": agreement(_labels(p, classes), mv, classes),
+        }
+        if (
+            reading.choice_ != SCORES
+            or not evidence["score_reading"]["agreement_with_mv"] >= self.min_agreement
+        ):
+            return None
+        self.candidates_[SCORES] = reading.candidates_[SCORES]
+        return p
 
     def _fit_scores(self, df: pd.DataFrame) -> AutoAggregator:
         """The score branch (module docstring)."""
