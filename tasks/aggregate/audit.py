@@ -57,6 +57,8 @@ SEMI_SUPERVISED = ("cwv", "ds_position", "dawid_skene")
 
 def _consensus(votes: pd.DataFrame, method: str):
     cols = ["task", "worker", "label"] + [c for c in RUN_COLUMNS if c in votes.columns]
+    if method == "auto" and "score" in votes.columns and pd.api.types.is_numeric_dtype(votes["score"]):
+        cols.append("score")  # auto reads graded scores beside the votes, as `judgeops aggregate` gives them
     return get_aggregator(method).fit(votes[cols])
 
 
