@@ -33,9 +33,11 @@ refit(votes, labels, weights)
     what the labels say about every judge instead of only picking a head. Each labelled head is scored by
     weighted leave-one-out accuracy on the audited tasks (refitted without the task it predicts), each
     semi-supervised one by 5-fold cross-fitting over the audit (the fold's labels unseen); the label-free ones,
-    which never saw the labels, by their weighted accuracy on them. The best wins; a tie goes to the simpler
-    (label-free, best judge, WMV, stacking, the semi-supervised fits, then the other methods). The audited
-    tasks keep their audited labels.
+    which never saw the labels, by their weighted accuracy on them. The best wins if it beats the label-free
+    consensus clearly: its paired advantage on the same audited tasks above `switch_z` (1.28: one-sided 90 %)
+    standard errors — the best of a dozen heads on k labels is partly luck, and taking it on a small edge lost
+    1.5 points to `auto` on independent panels at k = 10–50; a tie goes to the simpler (label-free, best judge,
+    WMV, stacking, the semi-supervised fits, then the other methods). The audited tasks keep their labels.
 """
 
 from __future__ import annotations
@@ -248,6 +250,19 @@ def _cross_fitted(
     return hits
 
 
+def _beats(hits: np.ndarray, base: np.ndarray, w: np.ndarray, z: float) -> bool:
+    """Whether a head's audit record beats the label-free consensus's on the same audited tasks by more than z
+    standard errors of the weighted paired difference (Kish's effective size for the weights)."""
+    ok = ~np.isnan(hits) & ~np.isnan(base)
+    if not ok.any():
+        return False
+    d, ww = hits[ok] - base[ok], w[ok]
+    mean = float(np.average(d, weights=ww))
+    n_eff = ww.sum() ** 2 / (ww**2).sum()
+    se = np.sqrt(float(np.average((d - mean) ** 2, weights=ww)) / max(n_eff - 1, 1))
+    return mean > z * se if se > 0 else mean > 0
+
+
 def refit(
     votes: pd.DataFrame,
     labels: pd.Series,
@@ -255,6 +270,7 @@ def refit(
     method: str = "auto",
     min_labels: int = 4,
     candidates: dict[str, pd.Series] | None = None,
+    switch_z: float = 1.2815515655446004,
 ) -> dict:
     """{"labels": task → label, "head": the head taken, "scores": head → weighted accuracy on the audit
     (leave-one-out for the labelled heads), "n_labels": how many audited labels were usable}.
@@ -324,6 +340,8 @@ def refit(
     )
     usable = [h for h in order if h in predictions and not np.isnan(scores.get(h, np.nan))]
     head = max(usable, key=lambda h: (round(scores[h], 9), -order.index(h)), default="label_free")
+    if head != "label_free" and not _beats(hits_by_head[head], right, w, switch_z):
+        head = "label_free"  # the best of many heads on k labels is partly luck: it must beat auto clearly
     final = predictions[head].copy()
     decided = final.copy()  # the head's own decisions, before the audited labels replace them
     final.loc[labels.index] = labels.to_numpy()
