@@ -126,3 +126,15 @@ def test_scores_say_why_no_estimate(tmp_path, capsys):
     assert main(["aggregate", str(path), "--method", "avg", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "estimated_accuracy" not in out and "label votes" in out["estimated_accuracy_unavailable"]
+
+
+def test_a_clique_read_from_the_scores_is_not_flagged_as_unresolvable():
+    """(ii) shown once: on the votes alone the clique's shared error looks like the truth and the panel is flagged;
+    with the scores beside them auto reads CARE-Tensor, whose second latent is the clique, and is right."""
+    panel = make_panel("clique", n_tasks=900, seed=4, family=True)
+    votes_only = get_aggregator("auto").fit(panel.votes[["task", "worker", "label"]])
+    assert not identifiability(votes_only).identifiable
+    scored = get_aggregator("auto").fit(panel.votes[["task", "worker", "label", "score"]])
+    ident = identifiability(scored, consensus_accuracy(scored, scored.labels_).estimate)
+    assert scored.choice_ == "care_tensor" and ident.identifiable, ident.reasons
+    assert accuracy(scored.labels_, panel.truth) > 0.85

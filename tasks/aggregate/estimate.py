@@ -30,13 +30,14 @@ settle it (`judgeops audit propose … --k K`):
 - no perturbation and fewer than three effective judges (Σ 1/m_j, m_j the effective multiplicity of cwv.py):
   a latent-class model of a binary truth needs three conditionally independent views to be identified
   (Allman, Matias & Rhodes 2009; with perturbations, consistency identifies the reading judges instead);
-- no perturbation and most judges in correlated groups: a group's shared error looks like the truth;
+- no perturbation and most judges in correlated groups: a group's shared error looks like the truth (unless
+  auto read the panel's graded scores with CARE-Tensor, whose second latent is such a group);
 - the reading taken rests on judges whose verdict never changed with the display order on at least
   `min_pairs` tasks: a judge that scores each answer on its own (a reward model) is consistent by
   construction, and its consistency vouches for nothing;
 - the two readings that use the same evidence disagree on more than `max_disagreement` of the tasks
-  (ds_position and cwv with perturbations; Dawid–Skene and cwv without): the votes support more than one
-  answer;
+  (ds_position and cwv with perturbations; Dawid–Skene and cwv without, unless auto read the scores): the
+  votes support more than one answer;
 - the consistency reading takes the other side from majority vote: it may be right (a panel fooled by surface)
   or follow stable-but-wrong judges; only labels tell.
 K is the number of audited tasks that estimates the accuracy to ±`margin` at 90 % (normal approximation at the
@@ -50,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate.auto import first_class_posterior
+from judgeops.tasks.aggregate.auto import SCORES, first_class_posterior
 
 Z90 = 1.6448536269514722  # the normal quantile of a two-sided 90 % interval
 
@@ -166,12 +167,13 @@ def identifiability(
     n_eff = float((1.0 / m).sum())
     reasons = []
     perturbed = "best_implied_accuracy" in ev
+    scored = auto.choice_ == SCORES  # CARE-Tensor models the groups the vote readings cannot tell apart
     if not perturbed and n_eff < 3:
         reasons.append(
             f"fewer than three independent judges ({n_eff:.1f} effective): a latent-class consensus is not "
             "identified from votes alone"
         )
-    if not perturbed and ev.get("dependent_share", 0.0) >= auto.max_dependent_share:
+    if not perturbed and not scored and ev.get("dependent_share", 0.0) >= auto.max_dependent_share:
         reasons.append(
             f"{ev['dependent_share']:.0%} of the judges err in correlated groups and no task was shown twice: "
             "a group's shared error cannot be told from the truth"
@@ -207,7 +209,7 @@ def identifiability(
         for i, a in enumerate(names)
         for b in names[i + 1 :]
     )
-    if worst[0] > max_disagreement:
+    if worst[0] > max_disagreement and not scored:
         reasons.append(f"{worst[1]} and {worst[2]} disagree on {worst[0]:.0%} of the tasks")
     k = audit_size(estimate if estimate is not None else float("nan"), len(post), margin)
     warning = ""
