@@ -21,7 +21,7 @@ def propose_audit(votes_path: str, k: int, by: str | None, strategy: str, seed: 
 
 @task(name="refit-with-audit")
 def refit_with_audit(votes_path: str, labels_path: str) -> dict:
-    labels, weights = scoring.read_audit_labels(labels_path)
+    labels, weights, _ = scoring.read_audit_labels(labels_path)
     return audit.refit(scoring.read_label_votes(votes_path), labels, weights)
 
 

@@ -40,9 +40,46 @@ def audit_lines(summary: dict) -> list[str]:
                 f"{sel['coverage']:.1%} of tasks decided (confidence ≥ {sel['threshold']:.4f}); "
                 f"{sel['abstained']} tasks abstain: escalate them to a person"
             )
+    if "annotators" in summary:
+        a = summary["annotators"]
+        kappa = "" if a["kappa"] is None else f"Cohen's κ {a['kappa']:.2f}, "
+        out.append(
+            f"people: {a['n_annotators']} annotators on {a['n_tasks']} shared tasks: {kappa}Krippendorff's α "
+            f"{_num(a['alpha'])} (90 % interval {_num(a['alpha_low'])}–{_num(a['alpha_high'])}); "
+            f"{len(a['conflicts'])} conflicts to adjudicate (no majority: left out)"
+        )
+    rows = summary.get("human_agreement") or []
+    if rows:
+        out.append("agreement with people on the audited tasks (weighted; 90 % intervals):")
+        for r in rows:
+            out.append(
+                f"  {r['kind']} {r['who']}: accuracy {_num(r['accuracy'])} [{_num(r['accuracy_low'])}, "
+                f"{_num(r['accuracy_high'])}], κ {_num(r['kappa'])} [{_num(r['kappa_low'])}, {_num(r['kappa_high'])}]"
+                f" on {r['n_tasks']} tasks"
+            )
     if "scored" in summary:
         out.append(f"accuracy: {summary['scored']['accuracy']:.4f} (audited tasks keep their labels)")
     return out
+
+
+def _num(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+def _agreement(votes: pd.DataFrame, result: dict, people: pd.DataFrame | None) -> dict:
+    """Judges and label-free consensus against the people (and the people against each other), JSON-ready."""
+    from judgeops.tasks.aggregate.agreement import annotators, judge_vs_human
+
+    rows = judge_vs_human(votes, result["audited"], result["weights"], result["label_free_labels"])
+    out = {"human_agreement": [_finite(r) for r in rows.to_dict(orient="records")]}
+    if people is not None:
+        out["annotators"] = _finite(annotators(people[["task", "annotator", "label"]])[0].as_dict())
+    return out
+
+
+def _finite(row: dict) -> dict:
+    """NaN as None, so --json stays JSON."""
+    return {k: None if isinstance(v, float) and v != v else v for k, v in row.items()}
 
 
 def audit_apply(
@@ -62,7 +99,7 @@ def audit_apply(
         if value is not None and not 0 < value < 1:
             raise InputError(f"{name} {value}: expected a number strictly between 0 and 1")
     votes = scoring.read_label_votes(votes_path)
-    labels, weights = scoring.read_audit_labels(labels_path)
+    labels, weights, people = scoring.read_audit_labels(labels_path)
     stray = sorted(set(labels.index) - set(votes["task"].astype(str)), key=str)
     if stray:  # an audit of another panel, or a task id mistyped: it would be ignored in silence
         raise InputError(
@@ -77,6 +114,7 @@ def audit_apply(
         )
     result = audit.refit(votes, labels, weights, method)
     summary = {"n_labels": result["n_labels"], "head": result["head"], "audit_accuracy": result["scores"]}
+    summary.update(_agreement(votes, result, people))
     if target_error is not None:
         from judgeops.tasks.aggregate.selective import ABSTAIN, selective_labels
 

@@ -357,4 +357,10 @@ def refit(
         "audit_hits": pd.Series(hits_by_head.get(head, right), index=labels.index),
         "audited": labels,
         "weights": pd.Series(w, index=labels.index),
+        # the consensus of each method that never saw the labels (agreement.judge_vs_human): method → labels
+        "label_free_labels": {
+            method if h == "label_free" else h.removeprefix(METHOD_HEAD): predictions[h]
+            for h in predictions
+            if h == "label_free" or h.startswith(METHOD_HEAD)
+        },
     }

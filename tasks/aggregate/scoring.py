@@ -90,17 +90,48 @@ def read_label_votes(path: str, tie_label: str | None = "tie") -> pd.DataFrame:
     return prepare_votes(read_table(path, "votes"), "label", path, tie_label)[0]
 
 
-def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None]:
-    """(task → audited label, task → weight or None) from a filled audit csv; only the filled rows."""
+NO_LABEL = (
+    "skip",
+    "tie",
+)  # a reviewer's "cannot say" (skipped) or "both equally good": no evidence either way
+
+
+def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
+    """(task → audited label, task → weight or None, the people's labels or None) from a filled audit csv; only
+    the filled rows, `skip` and `tie` left out. With an `annotator` column (several people per task) the label
+    is the strict majority of the people (agreement.annotators; a task without one waits for adjudication and
+    is left out) and the third item is the long table (task, annotator, label) for their agreement."""
     table = read_table(path, "audit labels")
     if not {"task", "label"} <= set(table.columns):
         raise InputError(f"{path}: expected columns task, label (and weight from propose)")
     table = table.assign(task=table["task"].astype(str), label=label_key(table["label"]))
     filled = table.dropna(subset=["label"])
-    filled = filled[filled["label"].str.strip() != ""].set_index("task")
+    filled = filled[~filled["label"].str.strip().isin(["", *NO_LABEL])]
     if filled.empty:
         raise InputError(f"{path}: no label is filled in")
-    return filled["label"], filled["weight"] if "weight" in filled.columns else None
+    people = None
+    if "annotator" in filled.columns:
+        from judgeops.tasks.aggregate.agreement import annotators
+
+        people = filled.assign(annotator=filled["annotator"].fillna("").astype(str))
+        nameless = people.index[people["annotator"].str.strip() == ""]
+        if len(nameless):
+            raise InputError(f"{path}, row {int(nameless[0]) + 2}, field 'annotator': empty")
+        _, adjudicated = annotators(people[["task", "annotator", "label"]], n_boot=0)
+        weights = filled.groupby("task")["weight"].first() if "weight" in filled.columns else None
+        labels = adjudicated.dropna().rename("label")
+        if labels.empty:
+            raise InputError(f"{path}: no task has a majority label among its annotators")
+        return labels, None if weights is None else weights.reindex(labels.index), people
+    duplicated = filled["task"].duplicated()
+    if duplicated.any():
+        row = int(filled.index[duplicated.to_numpy()][0]) + 2
+        raise InputError(
+            f"{path}, row {row}, field 'task': {filled['task'][duplicated].iloc[0]!r} is labelled twice "
+            "(several people per task: add an `annotator` column)"
+        )
+    filled = filled.set_index("task")
+    return filled["label"], filled["weight"] if "weight" in filled.columns else None, None
 
 
 def check_truth(
