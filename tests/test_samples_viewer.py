@@ -31,6 +31,18 @@ def test_the_diff_marks_only_the_planted_edit_and_escapes_the_texts():
     assert left == "So 2 + 3 = <del>5</del> &lt;b&gt;." and right == "So 2 + 3 = <ins>6</ins> &lt;b&gt;."
 
 
+def test_inside_a_long_span_only_the_words_that_changed_are_marked():
+    """A final answer changed in two places: the recorded span is the whole tail, the marks are the two numbers."""
+    correct = "First 6 + 7 = 13. So she has 13 <i>apples</i> in all."
+    start = correct.index("13")
+    before = correct[start:]
+    after = before.replace("13", "11")
+    left, right = marked_edit(correct, start, len(correct), before, after)
+    assert left.count("<del>") == 2 and right.count("<ins>") == 2
+    assert "<ins>11</ins>. So she has <ins>11</ins> &lt;i&gt;apples&lt;/i&gt; in all." in right
+    assert marked_edit("a b c", 2, 3, "b", "")[0] == "a <del>b</del> c"  # a removal still shows
+
+
 def test_one_row_per_pair_and_presentation_with_every_judge_in_both_orders(page):
     records, b, _ = page
     assert len(records["rows"]) == b["variants"].groupby(["pair_id", "presentation"]).ngroups
@@ -70,7 +82,10 @@ def test_filter_open_a_pair_and_see_the_diff_in_headless_chromium(page):
         assert browser.find_element(By.ID, "d-question").text == pair["question"].strip()
         inserted = browser.find_elements(By.CSS_SELECTOR, "#d-flawed ins")
         removed = browser.find_elements(By.CSS_SELECTOR, "#d-correct del")
-        assert inserted or removed  # the planted edit, highlighted
+        assert inserted or removed  # the planted edit, highlighted: the changed words, not the whole span
+        edit = b["pairs"].set_index("pair_id").loc[want[0]["pair"]]
+        assert sum(len(e.text) for e in inserted) <= len(edit["edit_after"])
+        assert all(e.text in edit["edit_after"] for e in inserted)
         assert all(
             e.value_of_css_property("background-color") != "rgba(0, 0, 0, 0)" for e in inserted + removed
         )

@@ -1,15 +1,17 @@
 """The per-sample viewer: one static, self-contained HTML page per run (samples.html, beside report.html) to see
 *why* — every judgerEva pair in every presentation, with its question, both answers and the planted edit
-marked (the recorded span, removed and inserted), and each judge's verdict in both display orders (its rationale and the probability it
+marked (the words that changed inside the recorded span, removed and inserted), and each judge's verdict in both display orders (its rationale and the probability it
 gave its choice), with the consensus. A filterable table (domain, error type, presentation, agreement); a row
 opens the pair. The data are embedded as JSON and shown by a few lines of plain JavaScript (no server, no CDN).
 """
 
 from __future__ import annotations
 
+import difflib
 import html
 import json
 import math
+import re
 from importlib import resources
 
 import jinja2
@@ -18,14 +20,27 @@ import pandas as pd
 VERDICT_COLUMNS = ["judge", "order", "gold", "verdict", "right", "confidence", "rationale", "error"]
 
 
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")  # words, runs of space, single marks: what a reader sees change
+
+
 def marked_edit(correct: str, start: int, end: int, before: str, after: str) -> tuple[str, str]:
-    """Both answers as HTML with the planted edit marked: `correct[start:end]` (= `before`) as <del>, and in the
-    flawed answer, which the pairs contract proves is `correct[:start] + after + correct[end:]`, `after` as <ins>.
-    The recorded edit, not a text diff's guess at it."""
+    """Both answers as HTML with the planted edit marked. The edit is the recorded span — `correct[start:end]`
+    (= `before`), and the flawed answer, which the pairs contract proves is `correct[:start] + after +
+    correct[end:]` — not a text diff's guess at where it is; inside the span only the words that changed are
+    marked (<del> in the correct answer, <ins> in the flawed one; difflib over word tokens), so a final answer
+    changed from 13 to 11 in two places shows two marks, not a struck-through paragraph."""
     head, tail = html.escape(correct[:start]), html.escape(correct[end:])
-    removed = f"<del>{html.escape(before)}</del>" if before else ""
-    inserted = f"<ins>{html.escape(after)}</ins>" if after else ""
-    return head + removed + tail, head + inserted + tail
+    old, new = _TOKEN.findall(before), _TOKEN.findall(after)
+    left, right = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        removed, inserted = html.escape("".join(old[i1:i2])), html.escape("".join(new[j1:j2]))
+        if op == "equal":
+            left.append(removed)
+            right.append(inserted)
+            continue
+        left.append(f"<del>{removed}</del>" if removed else "")
+        right.append(f"<ins>{inserted}</ins>" if inserted else "")
+    return head + "".join(left) + tail, head + "".join(right) + tail
 
 
 def _num(value) -> float | None:
