@@ -12,6 +12,7 @@ from judgeops.config import ProfileConfig
 from judgeops.tasks.profile import profile_all, profile_rows
 from judgeops.tasks.profile.compare import profile_stats
 from judgeops.tasks.report import previous_run_changes, render_report
+from tests.browser import driver, needs_chromium
 from tests.test_profile import tiny_fixture, with_judges
 
 NOW = dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC)
@@ -120,3 +121,37 @@ def test_changes_since_the_previous_run_are_flagged_when_the_cis_do_not_overlap(
         changes.loc["overall", "CIs overlap"] == "NO" and changes.loc["C7_position", "CIs overlap"] == "yes"
     )
     assert changes.loc["overall", "change"] == 0.3
+
+
+def test_the_summary_names_the_best_judge_and_one_line_per_warning_escaped():
+    t = tables()
+    t["coverage"] = pd.DataFrame({"judge_id": ["j", "k<img src=x onerror=alert(1)>"], "coverage": [1.0, 0.5]})
+    html = render_report(t, run_id="r", title="t", artifacts=[], now=NOW)
+    top = html[: html.index("<h2>Leaderboard</h2>")]
+    assert 'id="summary-best"' in top and "Best judge: <b>" in top
+    assert top.count("<li>") == 1 and "50% of its calls gave a verdict" in top
+    assert "<img src=x" not in html and "k&lt;img src=x onerror=alert(1)&gt;" in top
+    clean = render_report(
+        {**t, "coverage": tables()["coverage"]}, run_id="r", title="t", artifacts=[], now=NOW
+    )
+    assert "No warnings." in clean
+
+
+@needs_chromium
+def test_the_summary_is_at_the_top_and_wide_tables_scroll_in_their_own_box(tmp_path):
+    path = tmp_path / "report.html"
+    path.write_text(render_report(tables(), run_id="r", title="t", artifacts=[], now=NOW), encoding="utf-8")
+    browser = driver()
+    try:
+        browser.set_window_size(1400, 900)
+        browser.get(path.resolve().as_uri())
+        summary = browser.find_element("id", "summary")
+        assert summary.is_displayed() and summary.location["y"] < 300
+        page_width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert page_width <= browser.execute_script("return window.innerWidth")
+        overflow = browser.execute_script(
+            "return getComputedStyle(document.getElementById('profiles')).overflowX"
+        )
+        assert overflow == "auto"
+    finally:
+        browser.quit()

@@ -31,6 +31,7 @@ from judgeops.tasks.report.tables import (
     panel_rows,
     previous_run_changes,
     stats_tables,
+    summary,
 )
 
 
@@ -72,6 +73,7 @@ def render_report(
     examples = pairs.groupby("error_type").head(1)[
         ["error_type", "domain", "edit_before", "edit_after", "edit_note"]
     ]
+    auto = auto_choice(tables.get("aggregation_notes"), overall)
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     template = env.from_string(
         resources.files("judgeops.tasks.report").joinpath("report.html.j2").read_text(encoding="utf-8")
@@ -109,7 +111,8 @@ def render_report(
         calibration_table=calibration_table(calibration) if has_calibration else None,
         consistency_table=consistency_table(tables.get("consistency"), judges_only),
         injection_table=injection_table(tables.get("robustness")),
-        auto=auto_choice(tables.get("aggregation_notes"), overall),
+        auto=auto,
+        summary=summary(overall, auto, tables.get("aggregation_notes"), tables.get("coverage")),
         notes_table=notes_table(tables.get("aggregation_notes"), overall),
         bias_chart=bias_matrix_chart(bias) if has_bias else None,
         bias_table=bias.to_html(index=False, classes="grid", float_format="%.3f", na_rep="–")

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from judgeops.schemas.vocabulary import PANEL_PREFIX
+from judgeops.schemas.vocabulary import PANEL_PREFIX, is_panel
 from judgeops.tasks.profile.conditions import CAP, CONDITIONS
 from judgeops.tasks.profile.profiles import BENCHMARK
 
@@ -166,6 +166,38 @@ def auto_choice(notes: pd.DataFrame | None, overall: pd.DataFrame | None = None)
         "judgereva": None if measured is None else f"{measured:.3f}",
         "effective_judges": ident.get("effective_judges"),
         "warning": row["warning"],
+    }
+
+
+def summary(
+    overall: pd.DataFrame, auto: dict | None, notes: pd.DataFrame | None, coverage: pd.DataFrame | None
+) -> dict:
+    """The top of the report, for a reader who wants two answers: which judge can I use (the best judge on
+    judgerEva with its CI), how good is the consensus (auto's accuracy measured on judgerEva and estimated
+    without labels), and one line per warning (auto's identifiability, a method on the mirror side, a judge
+    whose calls did not all come back)."""
+    judges = overall[~is_panel(overall["judge_id"])].sort_values("estimate", ascending=False)
+    best = judges.iloc[0] if len(judges) else None
+    warnings = [f"auto: {auto['warning']}"] if auto and auto.get("warning") else []
+    if notes is not None and not notes.empty:
+        flagged = notes[notes["warning"].fillna("").astype(str).str.len() > 0]
+        warnings += [f"{r.method}: {r.warning}" for r in flagged.itertuples() if r.method != "auto"]
+    if coverage is not None and not coverage.empty:
+        short = coverage[coverage["coverage"] < 1].sort_values("coverage")
+        warnings += [
+            f"{r.judge_id}: {r.coverage:.0%} of its calls gave a verdict: the coverage table says why"
+            for r in short.itertuples()
+        ]
+    return {
+        "best": None
+        if best is None
+        else {
+            "judge": best["judge_id"],
+            "estimate": f"{best['estimate']:.3f}",
+            "ci": f"[{best['ci_low']:.3f}, {best['ci_high']:.3f}]",
+        },
+        "auto": auto,
+        "warnings": warnings,
     }
 
 
