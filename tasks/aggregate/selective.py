@@ -24,7 +24,9 @@ family; with it, on 0–15 % (20 draws each). The head `audit.refit` takes is th
 audit, so its audit record is a little optimistic; the split absorbs part of that too.
 
 What it needs: an audit drawn before the labels were seen (`judgeops audit propose`), and a confidence that did
-not look at the audit. What it cannot do: certify a target below what the audit can show — with n audited tasks
+not look at the audit — on an audited task, the confidence of the decision the head makes without that task's
+label (`audit.refit` gives it; a head fitted with the labels would otherwise be "sure" of every audited task
+exactly where it is right, and the certificate would see none of its errors). What it cannot do: certify a target below what the audit can show — with n audited tasks
 no threshold is certified when even zero errors among them has probability above δ under α (n < log δ / log(1 −
 α): 22 tasks for α = 0.1, δ = 0.1); then every task abstains, and the result says so.
 """
