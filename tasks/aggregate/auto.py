@@ -62,10 +62,11 @@ Where it cannot help, and what the user sees then (BENCHMARKS.md, the families o
 - a panel whose most consistent judges are stable but wrong: step 1 follows them. Reward models score each
   answer on its own, so their verdicts never change with the order and look as consistent as a judge that
   reads (regime x: auto stays at majority vote's level there, far below the order-sensitive best judge);
-- a clique or a confounder on a panel shown once (regimes ii, iv, xi): second-order evidence cannot tell a
-  group's shared error from the truth. The dependence check and the share rule of step 3 are a bet on the
-  majority; on (ii) and (iv) it loses on the draws where the correlated group is under half the panel;
-  only scores (CARE-Tensor) or labels settle those panels.
+- a clique or a confounder on a panel shown once with labels only (regime xi; ii and iv without their
+  scores): second-order evidence cannot tell a group's shared error from the truth. The dependence check and
+  the share rule of step 3 are a bet on the majority; it loses on the draws where the correlated group is under
+  half the panel. Graded scores (step 2: ii 0.65 → 0.92, iv 0.71 → 0.90 on the families) or labels settle those
+  panels; CARE-Tensor itself follows the confounder where its BIC keeps one latent (iv: about 1 draw in 10).
 The identifiability diagnostic (estimate.py) warns on such panels and says how many labels would settle them.
 """
 
