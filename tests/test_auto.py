@@ -250,6 +250,9 @@ def test_votes_with_graded_scores_are_read_by_care_tensor_and_0_1_scores_are_not
     assert accuracy(with_scores.labels_, panel.truth) >= accuracy(votes_only.labels_, panel.truth) + 0.15
     binary = votes.assign(score=(votes["label"] == "A").astype(float))
     assert get_aggregator("auto").fit(binary).choice_ == votes_only.choice_
+    confidence = votes.assign(score=np.abs(votes["score"]))  # sure of its vote, whichever side: not P(A)
+    unread = get_aggregator("auto").fit(confidence)
+    assert unread.choice_ == votes_only.choice_ and unread.evidence_["score_separates_votes"] < 0.9
     path = tmp_path / "votes.csv"  # the command line keeps the score column for auto
     votes.to_csv(path, index=False)
     assert main(["aggregate", str(path), "--method", "auto", "--json"]) == 0

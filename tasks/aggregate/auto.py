@@ -25,7 +25,9 @@ The choice:
    rest (LLMBar Natural: GPT-4's implied accuracy 0.97 against a median of 0.88, where the old rule asked for a
    spread of 0.1 and kept majority vote at 0.91; the average reaches 0.97).
 2. No perturbation, and the votes carry graded scores (a `score` column on every vote, with three or more
-   distinct values for the median judge; 0/1 scores only repeat the votes): CARE-Tensor's reading of the
+   distinct values for the median judge — 0/1 scores only repeat the votes — that order the judge's own votes:
+   the median judge's AUC of score for its first-class votes ≥ 0.9, so a score is evidence for the first class
+   and the vote its threshold, not, say, a confidence in whichever side was voted): CARE-Tensor's reading of the
    scores, if it fitted without a fallback, ranks the tasks with the judges' average (Kendall τ ≥ 0) and lands
    on majority vote's side. A vote is a thresholded score, so the scores lose nothing the votes have; and
    CARE-Tensor is the one reading that models a binary confounder or a clique's shared noise beside the truth,
@@ -85,6 +87,9 @@ from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
 CONSISTENCY = "ds_position+cwv"
 CHOICES = (CONSISTENCY, "dawid_skene", "cwv", "mv")  # the readings auto takes, in tie-breaking order
 SCORES = "care_tensor"  # the reading of graded scores, where the votes carry them (step 2)
+MIN_SEPARATION = (
+    0.9  # the median judge's scores must order its own votes (AUC): the vote is a thresholded score
+)
 
 
 def agreement(one: pd.Series, other: pd.Series, classes: tuple[str, str]) -> float:
@@ -229,6 +234,10 @@ class AutoAggregator(BinaryAggregator):
             return None
         if df.groupby("worker")["score"].nunique().median() < 3:  # 0/1 scores repeat the votes: nothing new
             return None
+        separation = _vote_separation(df, classes)
+        evidence["score_separates_votes"] = separation
+        if not separation >= MIN_SEPARATION:  # not evidence for the first class (a confidence, say): not read
+            return None
         try:
             reading = AutoAggregator(classes=classes, input="score", neutral=self.neutral).fit(df)
         except ValueError as exc:
@@ -300,6 +309,22 @@ class AutoAggregator(BinaryAggregator):
         self.posteriors_ = pd.DataFrame({name: p})
         self.tie_breaks_ = {}
         return self._finish(p.to_numpy(), p.index, classes)
+
+
+def _vote_separation(df: pd.DataFrame, classes: tuple[str, str]) -> float:
+    """The median judge's AUC of its scores for its own votes (P(score of a first-class vote > score of a
+    second-class vote), ties half): 1 when each vote is its score thresholded, ½ when the score says nothing
+    about the vote's side. NaN when no judge voted both ways."""
+    from scipy.stats import rankdata  # lazy: scipy.stats is slow to import
+
+    aucs = []
+    for _, own in df.groupby("worker"):
+        first = (own["label"] == classes[0]).to_numpy()
+        n1, n0 = int(first.sum()), int((~first).sum())
+        if n1 and n0:
+            ranks = rankdata(pd.to_numeric(own["score"], errors="coerce").to_numpy(dtype=float))
+            aucs.append((ranks[first].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    return float(np.median(aucs)) if aucs else float("nan")
 
 
 def _labels(p: pd.Series, classes: tuple[str, str]) -> pd.Series:
