@@ -29,6 +29,8 @@ import numpy as np
 import pandas as pd
 
 CI = (5.0, 95.0)  # a 90 % percentile interval
+AGREEMENT_COLUMNS = ["who", "kind", "n_tasks", "accuracy", "accuracy_low", "accuracy_high"]
+AGREEMENT_COLUMNS += ["kappa", "kappa_low", "kappa_high"]
 
 
 def _kappa(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float:
@@ -85,32 +87,11 @@ def _rater_rows(
     if len(classes) < 2:
         kappa[:] = np.nan
 
-    def ci(values: np.ndarray) -> tuple[float, float]:
-        values = values[1:][np.isfinite(values[1:])]
-        return tuple(map(float, np.percentile(values, CI))) if len(values) else (float("nan"), float("nan"))
-
-    return {
-        **row,
-        "accuracy": float(accuracy[0]),
-        "accuracy_low": ci(accuracy)[0],
-        "accuracy_high": ci(accuracy)[1],
-        "kappa": float(kappa[0]),
-        "kappa_low": ci(kappa)[0],
-        "kappa_high": ci(kappa)[1],
-    }
-
-
-AGREEMENT_COLUMNS = [
-    "who",
-    "kind",
-    "n_tasks",
-    "accuracy",
-    "accuracy_low",
-    "accuracy_high",
-    "kappa",
-    "kappa_low",
-    "kappa_high",
-]
+    for name, values in (("accuracy", accuracy), ("kappa", kappa)):
+        drawn = values[1:][np.isfinite(values[1:])]
+        low, high = np.percentile(drawn, CI) if len(drawn) else (np.nan, np.nan)
+        row.update({name: float(values[0]), f"{name}_low": float(low), f"{name}_high": float(high)})
+    return row
 
 
 def judge_vs_human(
