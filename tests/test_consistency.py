@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from judgeops.tasks.aggregate import get_aggregator
-from judgeops.tasks.aggregate.auto import CHOICES
+from judgeops.tasks.aggregate.auto import CHOICES, SCORES
 from judgeops.tasks.aggregate.consistency import consistency_signals, implied_accuracy, pairwise_agreement
 from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_panel
 
@@ -116,15 +116,18 @@ def test_auto_is_never_more_than_a_point_below_majority_vote(regime):
     mv = accuracy(get_aggregator("mv").fit_predict(panel.votes), panel.truth)
     auto = get_aggregator("auto").fit(panel.votes)
     assert accuracy(auto.labels_, panel.truth) >= mv - 0.01
-    assert auto.choice_ in CHOICES and auto.reason_
+    assert auto.choice_ in (*CHOICES, SCORES) and auto.reason_  # SCORES: the votes carry graded scores
 
 
 def test_auto_says_what_it_chose_and_why():
     auto = get_aggregator("auto").fit(make_panel("adversarial_surface", n_tasks=900, seed=0).votes)
     assert auto.choice_ == "ds_position+cwv"
     assert "keeps its verdict best" in auto.reason_ and auto.evidence_["best_implied_accuracy"] > 0.9
-    plain = get_aggregator("auto").fit(make_panel("independent", n_tasks=900, seed=0).votes)
+    votes = make_panel("independent", n_tasks=900, seed=0).votes
+    plain = get_aggregator("auto").fit(votes.drop(columns="score"))  # labels only
     assert plain.choice_ == "dawid_skene" and "conditionally independent" in plain.reason_
+    scored = get_aggregator("auto").fit(votes)  # the graded scores beside the votes
+    assert scored.choice_ == "care_tensor" and "scores say more than their votes" in scored.reason_
     clique = get_aggregator("auto").fit(make_panel("many_weak_correlated", n_tasks=900, seed=0).votes)
     assert clique.choice_ == "cwv" and "err in correlated groups" in clique.reason_
     assert clique.evidence_["effective_judges"] < clique.evidence_["n_judges"]
