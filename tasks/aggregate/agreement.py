@@ -134,6 +134,14 @@ class AnnotatorAgreement:
         return asdict(self)
 
 
+def majority_labels(long: pd.DataFrame) -> pd.Series:
+    """task → the strict majority of the people's labels (`long`: task, annotator, label), NaN where none has one."""
+    long = long.dropna(subset=["label"]).drop_duplicates(["task", "annotator"], keep="last")
+    counts = long.groupby(["task", "label"]).size().unstack(fill_value=0)
+    top = counts.max(axis=1)
+    return counts.idxmax(axis=1).where(top * 2 > counts.sum(axis=1))  # more than half: exactly one such label
+
+
 def annotators(long: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[AnnotatorAgreement, pd.Series]:
     """(the agreement between people, task → adjudicated label: the strict majority, NaN where there is none).
     `long`: task, annotator, label — one row per annotator and task (a later row replaces an earlier one)."""
@@ -141,10 +149,7 @@ def annotators(long: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[A
 
     long = long.dropna(subset=["label"]).drop_duplicates(["task", "annotator"], keep="last")
     table = long.pivot(index="task", columns="annotator", values="label")
-    counts = long.groupby(["task", "label"]).size().unstack(fill_value=0)
-    top = counts.max(axis=1)
-    strict = (counts.eq(top, axis=0).sum(axis=1) == 1) & (top * 2 > counts.sum(axis=1))
-    adjudicated = counts.idxmax(axis=1).where(strict)
+    adjudicated = majority_labels(long)
     shared = table[table.notna().sum(axis=1) >= 2]
     conflicts = sorted(shared.index[shared.nunique(axis=1) > 1].astype(str), key=str)
     codes = {label: i for i, label in enumerate(sorted(long["label"].astype(str).unique()))}

@@ -363,7 +363,7 @@ def refit(
         # for a selective consensus (selective.py): the label-free posterior of each decision, and how the head
         # did on each audited task without its label
         "confidence": pd.Series(np.where(decided == classes[0], p_first, 1.0 - p_first), index=x_frame.index),
-        "audit_hits": pd.Series(hits_by_head.get(head, right), index=labels.index),
+        "audit_hits": pd.Series(blind_hits, index=labels.index),
         "audited": labels,
         "weights": pd.Series(w, index=labels.index),
         # the consensus of each method that never saw the labels (agreement.judge_vs_human): method → labels

@@ -87,9 +87,8 @@ from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
 CONSISTENCY = "ds_position+cwv"
 CHOICES = (CONSISTENCY, "dawid_skene", "cwv", "mv")  # the readings auto takes, in tie-breaking order
 SCORES = "care_tensor"  # the reading of graded scores, where the votes carry them (step 2)
-MIN_SEPARATION = (
-    0.9  # the median judge's scores must order its own votes (AUC): the vote is a thresholded score
-)
+# the median judge's scores must order its own votes (AUC): the vote is a thresholded score
+MIN_SEPARATION = 0.9
 
 
 def agreement(one: pd.Series, other: pd.Series, classes: tuple[str, str]) -> float:

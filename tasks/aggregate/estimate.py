@@ -98,9 +98,8 @@ def _interval(v: np.ndarray, others: list[float]) -> AccuracyEstimate:
         return AccuracyEstimate(float("nan"), float("nan"), float("nan"), 0)
     est = float(v.mean())
     realised = float(np.sqrt((v * (1 - v)).sum()) / n)
-    drawn = float(
-        v.std() / np.sqrt(n)
-    )  # what a bootstrap over tasks estimates, without n × B draws in memory
+    # what a bootstrap over tasks estimates, without n × B draws in memory
+    drawn = float(v.std() / np.sqrt(n))
     sd = float(np.hypot(realised, drawn))
     low, high = min([est - Z90 * sd, *others]), max([est + Z90 * sd, *others])
     return AccuracyEstimate(est, float(np.clip(low, 0, 1)), float(np.clip(high, 0, 1)), n)

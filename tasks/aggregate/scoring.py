@@ -90,10 +90,8 @@ def read_label_votes(path: str, tie_label: str | None = "tie") -> pd.DataFrame:
     return prepare_votes(read_table(path, "votes"), "label", path, tie_label)[0]
 
 
-NO_LABEL = (
-    "skip",
-    "tie",
-)  # a reviewer's "cannot say" (skipped) or "both equally good": no evidence either way
+# a reviewer's "cannot say" (skipped) or "both equally good": no evidence either way
+NO_LABEL = ("skip", "tie")
 
 
 def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
@@ -111,13 +109,13 @@ def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFr
         raise InputError(f"{path}: no label is filled in")
     people = None
     if "annotator" in filled.columns:
-        from judgeops.tasks.aggregate.agreement import annotators
+        from judgeops.tasks.aggregate.agreement import majority_labels
 
         people = filled.assign(annotator=filled["annotator"].fillna("").astype(str))
         nameless = people.index[people["annotator"].str.strip() == ""]
         if len(nameless):
             raise InputError(f"{path}, row {int(nameless[0]) + 2}, field 'annotator': empty")
-        _, adjudicated = annotators(people[["task", "annotator", "label"]], n_boot=0)
+        adjudicated = majority_labels(people[["task", "annotator", "label"]])
         weights = filled.groupby("task")["weight"].first() if "weight" in filled.columns else None
         labels = adjudicated.dropna().rename("label")
         if labels.empty:
