@@ -202,12 +202,13 @@ def llmbar(means: dict) -> list[str]:
         if method == "auto":
             estimate = consensus_accuracy(est, est.labels_)
             means["auto estimate"] = (estimate.estimate, estimate.ci_low, estimate.ci_high)
+            means["auto warning"] = identifiability(est, estimate.estimate).warning or "none"
         lines.append(f"| {col} | {means[col]:.2f}{extra} | {accuracy(other.labels_, truth):.2f} |")
     low_high = means["auto estimate"]
     lines += [
         "",
         f"auto's accuracy estimated without labels: {low_high[0]:.3f} (90 % interval {low_high[1]:.3f}–{low_high[2]:.3f});"
-        f" measured with the labels: {means['auto']:.2f}.",
+        f" measured with the labels: {means['auto']:.2f}. The identifiability warning: {means['auto warning']}.",
     ]
     sig = consistency_signals(votes).set_index("worker")
     lines += ["", "| judge | order consistency | position bias | implied accuracy |", "|---|---|---|---|"]
@@ -315,6 +316,15 @@ def targets(fam: dict, bar: dict, seconds: dict, calibration: dict) -> list[str]
             f"| estimate on {LABELS[regime]}: mean abs error ≤ 0.03, interval covers ≥ 85 % | {err:.3f}, {cover:.0%} "
             f"(warned on {np.mean(cal['warned']):.0%}) | {verdict(err <= 0.03 and cover >= 0.85)} |"
         )
+    missed = warned_missed = 0  # draws where the estimate is off by > 0.03 or its interval misses the truth
+    for cal in calibration.values():
+        off = (np.abs(cal["error"]) > 0.03) | ~np.array(cal["covered"], dtype=bool)
+        missed += int(off.sum())
+        warned_missed += int((off & np.array(cal["warned"], dtype=bool)).sum())
+    rows.append(
+        f"| honest where it fails: the diagnostic warns on the draws whose estimate is off by > 0.03 or not covered "
+        f"| warned on {warned_missed} of {missed} | {verdict(warned_missed == missed)} |"
+    )
     auto_s = seconds["auto with its estimate and identifiability"]
     rows.append(
         f"| auto with its estimate, 24 judges × 5,000 tasks × 2 orders, < 3 s | {auto_s:.2f} s | {verdict(auto_s < 3)} |"

@@ -157,6 +157,7 @@ def test_independent_panels_of_growing_size_are_read_by_dawid_skene(n_tasks, n_j
     ds = get_aggregator("dawid_skene").fit(votes)
     assert auto.choice_ == "dawid_skene", auto.reason_
     assert accuracy(auto.labels_, truth) >= accuracy(ds.labels_, truth) - 0.005
+    assert auto.evidence_["agreeing_beyond"] is None  # no pair of independent judges carries a second signal
 
 
 # -- the families: auto against majority vote and its own candidates ---------------------------------------------

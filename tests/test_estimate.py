@@ -85,6 +85,20 @@ def test_a_panel_that_labels_would_have_to_settle_is_named_with_how_many_to_audi
     assert 20 <= ident.audit_k <= 900 and f"audit {ident.audit_k} items" in ident.warning
 
 
+def test_good_judges_beside_a_clique_that_follows_a_confounder_are_flagged():
+    """(xi) shown once: the clique outnumbers the good judges and follows a binary confounder; Dawid–Skene takes
+    the confounder for the truth and is sure of it (estimate 1.00, truth about 0.5). The good judges agree with
+    each other far beyond that consensus, and the panel is flagged."""
+    panel = make_panel("binary_confounded", n_tasks=1200, seed=0, family=True)
+    auto = get_aggregator("auto").fit(panel.votes[["task", "worker", "label"]])
+    est = consensus_accuracy(auto, auto.labels_)
+    assert auto.choice_ == "dawid_skene" and est.estimate > 0.95 > 0.6 > accuracy(auto.labels_, panel.truth)
+    good = {n for n, load in panel.params["confounder"].items() if load < 1.0}
+    ident = identifiability(auto, est.estimate)
+    assert not ident.identifiable and any("beyond the consensus" in r for r in ident.reasons), ident.reasons
+    assert set(auto.evidence_["agreeing_beyond"][:2]) <= good
+
+
 def test_a_resolvable_panel_gets_no_warning():
     panel = make_panel("versions", n_tasks=900, seed=0, family=True)
     auto = get_aggregator("auto").fit(columns(panel.votes))

@@ -79,7 +79,7 @@ import pandas as pd
 
 from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame
 from judgeops.tasks.aggregate.consistency import has_perturbations
-from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote
+from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote, agreeing_beyond, signed_votes
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.mv import MajorityVote
 from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
@@ -218,6 +218,9 @@ class AutoAggregator(BinaryAggregator):
                 name = "mv"
                 reason = "the dependence-corrected vote took the mirror side of majority vote: majority vote"
         chosen = post[name]
+        if "best_implied_accuracy" not in evidence and name != SCORES:  # for estimate.identifiability
+            pair = agreeing_beyond(signed_votes(df, classes, "mean").reindex(tasks), chosen.to_numpy())
+            evidence["agreeing_beyond"] = list(pair) if pair else None
         final, self.tie_breaks_ = _break_ties(chosen, post, name, df, cwv, classes)
         evidence["ties_broken"] = int(sum(self.tie_breaks_.values()))
         self.choice_, self.reason_, self.evidence_ = name, reason, evidence

@@ -186,3 +186,29 @@ def residual_correlation(share: np.ndarray, consensus: np.ndarray) -> np.ndarray
     rho = np.where(np.isfinite(rho), rho, 0.0)
     np.fill_diagonal(rho, 1.0)
     return rho
+
+
+def agreeing_beyond(
+    share: pd.DataFrame, posterior: np.ndarray, residual_z: float = 4.0
+) -> tuple[str, str, float] | None:
+    """The pair of judges that agree with each other most beyond a consensus: their residual correlation given
+    the consensus labels (`residual_correlation`) exceeds how far each is from chance under them (|2â − 1| for a
+    judge right with probability â: its own correlation with the labels) and is clearly not noise (≥
+    `residual_z`/√n). (judge, judge, ρ), or None. Such a pair carries a second signal the consensus does not
+    follow: either it or the consensus follows something other than the truth (estimate.identifiability).
+
+    share: tasks × judges as in `residual_correlation`; posterior: tasks, P(first class) of the consensus."""
+    if share.shape[1] < 2 or len(share) < 10:
+        return None
+    x = share.to_numpy(dtype=float)
+    rho = residual_correlation(x, posterior - 0.5)
+    side = np.where(posterior >= 0.5, 1.0, -1.0)[:, None]
+    with warnings.catch_warnings():  # a judge with no vote at all: no evidence
+        warnings.simplefilter("ignore", RuntimeWarning)
+        informative = np.nan_to_num(np.abs(np.nanmean(side * x, axis=0)), nan=1.0)
+    excess = rho - np.maximum.outer(informative, informative)
+    excess[(rho < residual_z / np.sqrt(len(x))) | np.eye(len(rho), dtype=bool)] = -np.inf
+    j, k = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    if not excess[j, k] > 0:
+        return None
+    return str(share.columns[j]), str(share.columns[k]), float(rho[j, k])

@@ -32,9 +32,20 @@ settle it (`judgeops audit propose … --k K`):
   (Allman, Matias & Rhodes 2009; with perturbations, consistency identifies the reading judges instead);
 - no perturbation and most judges in correlated groups: a group's shared error looks like the truth (unless
   auto read the panel's graded scores with CARE-Tensor, whose second latent is such a group);
+- no perturbation and two judges that agree with each other more than either agrees with the consensus
+  (cwv.agreeing_beyond): the votes hold a second signal the reading does not follow, so that pair or the
+  consensus follows something other than the truth. A minority of good judges beside a clique that follows a
+  binary confounder (synthetic.py's binary_confounded) reads so, with Dawid–Skene confident and wrong; with
+  perturbations consistency tells the two apart and this is not asked;
 - the reading taken rests on judges whose verdict never changed with the display order on at least
   `min_pairs` tasks: a judge that scores each answer on its own (a reward model) is consistent by
   construction, and its consistency vouches for nothing;
+- with perturbations, no judge keeps its verdict well enough to vouch for a side: the most consistent judge's
+  implied accuracy is below `min_implied_accuracy`. Consistency measures |2q − 1| and cannot tell a judge right
+  with probability q from one right with 1 − q; on a panel this weak the reading and its mirror image (every
+  judge's accuracy q ↦ 1 − q) fit the votes about equally, and the side taken rests on most judges being better
+  than chance (synthetic.py's below_chance_order: every draw's best judge implies 0.50–0.79, where the other
+  perturbed families' implies 0.84 or more);
 - the two readings that use the same evidence disagree on more than `max_disagreement` of the tasks
   (ds_position and cwv with perturbations; Dawid–Skene and cwv without, unless auto read the scores): the
   votes support more than one answer;
@@ -159,6 +170,7 @@ def identifiability(
     min_pairs: int = 50,
     max_disagreement: float = 0.15,
     margin: float = 0.05,
+    min_implied_accuracy: float = 0.8,
 ) -> Identifiability:
     """Whether the panel a fitted AutoAggregator read can be resolved without labels (module docstring)."""
     ev, cwv = auto.evidence_, auto.candidates_["cwv"]
@@ -176,6 +188,19 @@ def identifiability(
         reasons.append(
             f"{ev['dependent_share']:.0%} of the judges err in correlated groups and no task was shown twice: "
             "a group's shared error cannot be told from the truth"
+        )
+    pair = ev.get("agreeing_beyond")
+    if pair:
+        reasons.append(
+            f"judges {pair[0]} and {pair[1]} agree with each other beyond the consensus (residual correlation "
+            f"{pair[2]:.2f}, more than either agrees with it): a second signal that they or the consensus follow "
+            "instead of the truth"
+        )
+    if perturbed and ev["best_implied_accuracy"] < min_implied_accuracy:
+        reasons.append(
+            f"no judge keeps its verdict across orders and presentations well enough to vouch for a side (the most "
+            f"consistent, {ev['most_consistent_judge']}, implies accuracy {ev['best_implied_accuracy']:.2f}): the "
+            "consensus and its mirror image fit the votes about equally"
         )
     if perturbed:
         sig = cwv.signals_
