@@ -20,6 +20,7 @@ import pandas as pd
 from great_expectations import expectations as gxe
 
 from judgeops.data_contracts.contract import RowCheck
+from judgeops.data_contracts.labels import label_problems
 from judgeops.schemas.artifacts import COVERAGE_CAUSES, DOMAINS, ERROR_TYPES, ORDERS, PRESENTATIONS, VERDICTS
 
 STOP = {"on_fail": "stop"}
@@ -307,6 +308,25 @@ def calibration_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
+def audit_labels_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    """`related`: `audit` (its `task` column: the tasks that may be labelled) and `classes` (its `label` column:
+    the panel's class space); a row breaking a rule of data_contracts/labels.py is quarantined with its reason."""
+    tasks = related["audit"]["task"].astype(str) if "audit" in related else None
+    classes = related["classes"]["label"].astype(str) if "classes" in related else None
+    rule = "a label of an audited task, in the class space, with an annotator"
+    return [
+        *_keys("task", "annotator", "adjudicated"),
+        RowCheck(
+            rule,
+            lambda df: label_problems(df, tasks, classes),
+            meta={**QUARANTINE, "rule": rule},
+            kwargs={"column_list": ["task", "label", "annotator", "source"]},
+        ),
+        gxe.ExpectColumnValuesToBeBetween(column="seconds", min_value=0, meta=QUARANTINE),
+        gxe.ExpectColumnValuesToBeBetween(column="weight", min_value=0, strict_min=True, meta=QUARANTINE),
+    ]
+
+
 SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "items": items_suite,
     "pairs": pairs_suite,
@@ -324,4 +344,5 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "profile_stats": profile_stats_suite,
     "pointwise_bias": pointwise_bias_suite,
     "calibration": calibration_suite,
+    "audit_labels": audit_labels_suite,
 }

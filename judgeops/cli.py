@@ -150,6 +150,10 @@ def cmd_audit_apply(args) -> int:
     return 0
 
 
+def cmd_label(a) -> int:
+    return api.label(a.votes, a.audit, a.items, a.labels, a.port, a.adjudicate, a.import_csv)
+
+
 def cmd_simulate_drift(args) -> int:
     print("\n".join(api.simulate_drift(Path(args.out), args.weeks, args.items_per_week, args.seeds)))
     return 0

@@ -399,6 +399,25 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             "a judge's estimated error rates for one week, with the counts the next week starts from "
             "(stratum '' = all bins)",
         ),
+        ArtifactSchema(
+            "audit_labels",
+            1,
+            _s(
+                pa.field("task", _STR, nullable=False),
+                pa.field("label", _STR),  # a class of the panel, or tie / skip (data_contracts/labels.py)
+                pa.field("annotator", _STR, nullable=False),
+                pa.field(
+                    "adjudicated", pa.bool_(), nullable=False
+                ),  # an adjudicator's label settles a conflict
+                pa.field("labelled_at", _STR),  # ISO 8601, UTC
+                pa.field("seconds", _F),  # on the item before answering
+                pa.field("note", _STR),
+                pa.field("weight", _F),  # the audit's inclusion weight of the task
+                pa.field("source", _STR),  # where the row came from: file:line
+            ),
+            ("task", "annotator", "adjudicated"),
+            "a person's label of an audited task (the latest of each annotator), with who, when and how long",
+        ),
     ]
 }
 

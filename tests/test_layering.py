@@ -40,10 +40,12 @@ ALLOWED = {
         "profile",
     },  # renders their artifacts with their definitions
     "runner": {"package", "schemas", "data_contracts", "log"},
+    # the annotation page: checks answers by the labels contract, measures agreement, marks the planted edit
+    "labelling": {"package", "schemas", "data_contracts", "aggregate", "report"},
 }
-for _part in ("ingest", "judges", "construct", "aggregate", "profile", "drift", "report"):
+for _part in ("ingest", "judges", "construct", "aggregate", "profile", "drift", "report", "labelling"):
     ALLOWED[_part] |= {"log"}  # the run logger (tasks/log.py)
-TASKS = {"ingest", "judges", "construct", "aggregate", "profile", "drift", "report", "runner", "log"}
+TASKS = set("ingest judges construct aggregate profile drift report labelling runner log".split())
 ALLOWED["stages"] = {"package", "schemas", "data_contracts", "config", *TASKS}
 ALLOWED["flows"] = {*ALLOWED["stages"], "stages", "flows"}
 ALLOWED["api"] = {*ALLOWED["flows"], "flows", "api", "deploy"}

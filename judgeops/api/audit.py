@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from judgeops.api.people import read_labels
 from judgeops.tasks.aggregate import audit, scoring
 from judgeops.tasks.aggregate.scoring import InputError
 
@@ -99,7 +100,7 @@ def audit_apply(
         if value is not None and not 0 < value < 1:
             raise InputError(f"{name} {value}: expected a number strictly between 0 and 1")
     votes = scoring.read_label_votes(votes_path)
-    labels, weights, people = scoring.read_audit_labels(labels_path)
+    labels, weights, people = read_labels(labels_path)  # a filled csv, or the annotation page's log
     stray = sorted(set(labels.index) - set(votes["task"].astype(str)), key=str)
     if stray:  # an audit of another panel, or a task id mistyped: it would be ignored in silence
         raise InputError(

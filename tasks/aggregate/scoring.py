@@ -98,8 +98,15 @@ def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFr
     """(task → audited label, task → weight or None, the people's labels or None) from a filled audit csv; only
     the filled rows, `skip` and `tie` left out. With an `annotator` column (several people per task) the label
     is the strict majority of the people (agreement.annotators; a task without one waits for adjudication and
-    is left out) and the third item is the long table (task, annotator, label) for their agreement."""
-    table = read_table(path, "audit labels")
+    is left out, unless an `adjudicated` row settles it) and the third item is the long table (task, annotator,
+    label) for their agreement."""
+    return parse_audit_labels(read_table(path, "audit labels"), path)
+
+
+def parse_audit_labels(
+    table: pd.DataFrame, path: str
+) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
+    """`read_audit_labels` on a table already read (e.g. the annotation page's label log, api/label.py)."""
     if not {"task", "label"} <= set(table.columns):
         raise InputError(f"{path}: expected columns task, label (and weight from propose)")
     table = table.assign(task=table["task"].astype(str), label=label_key(table["label"]))
@@ -115,7 +122,17 @@ def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFr
         nameless = people.index[people["annotator"].str.strip() == ""]
         if len(nameless):
             raise InputError(f"{path}, row {int(nameless[0]) + 2}, field 'annotator': empty")
-        adjudicated = majority_labels(people[["task", "annotator", "label"]])
+        flag = people["adjudicated"] if "adjudicated" in people else pd.Series(False, index=people.index)
+        settled = flag.fillna(False).astype(bool)
+        adjudicated = (
+            majority_labels(people.loc[~settled, ["task", "annotator", "label"]])
+            if (~settled).any()
+            else pd.Series(dtype=object)
+        )
+        # an adjudicator's (latest) label settles its task, conflict or not
+        final = people[settled].drop_duplicates("task", keep="last").set_index("task")["label"]
+        adjudicated = final.combine_first(adjudicated)
+        people = people[~settled]
         weights = filled.groupby("task")["weight"].first() if "weight" in filled.columns else None
         labels = adjudicated.dropna().rename("label")
         if labels.empty:
