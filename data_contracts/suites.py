@@ -327,6 +327,32 @@ def audit_labels_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
+def audit_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("task"),
+        gxe.ExpectColumnValuesToNotBeNull(column="run_task", meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="weight", min_value=0, strict_min=True, meta=STOP),
+        _probability("posterior"),
+    ]
+
+
+def human_agreement_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("who", "kind"),
+        _in("kind", {"judge", "consensus"}),
+        *[_probability(c) for c in ("accuracy", "accuracy_low", "accuracy_high")],
+        gxe.ExpectColumnValuesToBeBetween(column="kappa", min_value=-1.0, max_value=1.0, meta=STOP),
+    ]
+
+
+def audit_summary_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        gxe.ExpectTableRowCountToEqual(value=1, meta=STOP),
+        *[_probability(c) for c in ("coverage", "accuracy", "selective_accuracy", "target_error")],
+        gxe.ExpectColumnValuesToBeBetween(column="n_labels", min_value=0, meta=STOP),
+    ]
+
+
 SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "items": items_suite,
     "pairs": pairs_suite,
@@ -344,5 +370,8 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "profile_stats": profile_stats_suite,
     "pointwise_bias": pointwise_bias_suite,
     "calibration": calibration_suite,
+    "audit": audit_suite,
+    "human_agreement": human_agreement_suite,
+    "audit_summary": audit_summary_suite,
     "audit_labels": audit_labels_suite,
 }

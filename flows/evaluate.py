@@ -11,16 +11,20 @@ parameters and inputs are unchanged reuses an earlier run's outputs. Deployed fr
 from __future__ import annotations
 
 import datetime as dt
+import time
 
-from prefect import flow, runtime
+from prefect import flow, runtime, suspend_flow_run
 from prefect.events import emit_event
+from prefect.exceptions import Pause
+from prefect.input import RunInput
 from pydantic import BaseModel
 
-from judgeops.config import EvaluateConfig, config_for_run, panel_hint
+from judgeops.config import EvaluateConfig, config_for_run, panel_hint, scaled_to_limit
 from judgeops.flows.clock import now, run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.log import logger
+from judgeops.tasks.people_stages import audit_stage, labels_in, people_stage
 from judgeops.tasks.runner import Refs
 from judgeops.tasks.stages import (
     aggregate_stage,
@@ -63,6 +67,51 @@ def emit_completed(result: EvaluateResult, store: ArtifactStore, config: Evaluat
     )
 
 
+class LabelsDone(RunInput):
+    """Resume the evaluation with the audit's labels (the Prefect UI's form on the suspended run)."""
+
+    done: bool = True
+
+
+def wait_for_labels(
+    store: ArtifactStore, artifacts: Refs, config: EvaluateConfig, poll_s: float = 5.0
+) -> int:
+    """Until the run's audit has its labels (`judgeops label --run`): a deployment's run suspends — the worker is
+    freed, the Prefect UI shows what to do and a "labels done" form, and `judgeops label --run` resumes it when
+    the k-th task gets its label; the resumed run starts again, reuses every stage and continues the same store
+    run. A run started here (no deployment to resume) polls the label log. Returns the labelled tasks."""
+    audit = config.audit
+    want = min(audit.k, artifacts["audit"].rows)
+    _, n = labels_in(store, artifacts, audit)
+    if n >= want:
+        return n
+    if runtime.deployment.id:
+        suspend_flow_run(
+            wait_for_input=LabelsDone.with_initial_data(
+                description=(
+                    f"**{want - n} of {want} audited tasks still need a label.** Label them on the annotation page: "
+                    f"`judgeops label --run {store.run_id}` (it resumes this run when the last one is in), or "
+                    "submit this form once they are."
+                ),
+            ),
+            timeout=audit.timeout_s,
+            key="audit-labels",
+        )
+        return labels_in(store, artifacts, audit)[1]
+    deadline = time.monotonic() + audit.timeout_s
+    logger().info(
+        "audit: waiting for %d labels in %s (`judgeops label --run %s`)", want - n, audit.labels, store.run_id
+    )
+    while n < want and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        n = labels_in(store, artifacts, audit)[1]
+    if n < want:
+        logger().warning(
+            "audit: %d of %d tasks labelled after %d s; going on with those", n, want, audit.timeout_s
+        )
+    return n
+
+
 def _run_name() -> str:
     as_of = runtime.flow_run.parameters.get("as_of")
     return f"evaluate-{as_of or run_date()}"
@@ -82,15 +131,19 @@ def evaluate(
     config_file: a judgeops.yaml to load on the worker when `config` is not given.
     reuse: reuse stage outputs whose code, parameters and inputs are unchanged.
     """
-    config = config_for_run(config, config_file)
+    config = scaled_to_limit(
+        config_for_run(config, config_file)
+    )  # a smoke run's fixed samples shrink with it
     as_of, started = run_date(as_of), now()  # the run's one clock: stages are given these
-    store = ArtifactStore(config.store.url, new_run_id(as_of), observer=PrefectObserver())
+    store = ArtifactStore(config.store.url, observer=PrefectObserver())
+    # a suspended run (waiting for the audit's labels) continues its store run when Prefect resumes it
+    store.run_id = store.suspended_run(runtime.flow_run.id) or new_run_id(as_of)
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
     if all(j.backend == "programmatic" for j in config.judges):
         logger().warning("panel: programmatic judges only, no LLM judge: %s", panel_hint())
     cache = config.cache.path
     ops = stage_options(config.stages)  # Prefect's retries (transient errors only) and timeouts, every stage
-    with store.recording("evaluate", as_of, config) as record:
+    with store.recording("evaluate", as_of, config, suspended=(Pause,)) as record:
         artifacts: Refs = ingest_stage.with_options(**ops)(store, config, as_of, reuse)
         ingest_summary_stage(store, artifacts)
         artifacts |= construct_stage.with_options(**ops)(store, artifacts, config.construction, reuse, cache)
@@ -115,6 +168,12 @@ def evaluate(
         artifacts |= aggregate_stage.with_options(**ops)(
             store, artifacts | latest_calibration(store, as_of), config.aggregation, reuse
         )
+        if config.audit.k:  # people in the loop: propose the run's audit, wait for its labels if asked, check
+            coin = config.aggregation.seed
+            artifacts |= audit_stage.with_options(**ops)(store, artifacts, config.audit, coin, reuse)
+            if config.audit.wait:
+                wait_for_labels(store, artifacts, config)
+            artifacts |= people_stage.with_options(**ops)(store, artifacts, config.audit, coin, reuse)
         artifacts |= profile_stage.with_options(**ops)(
             store, artifacts, config.profile, config.judges, reuse, config.sharding, config.stages
         )

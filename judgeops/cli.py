@@ -150,8 +150,8 @@ def cmd_audit_apply(args) -> int:
     return 0
 
 
-def cmd_label(a) -> int:
-    return api.label(a.votes, a.audit, a.items, a.labels, a.port, a.adjudicate, a.import_csv)
+def cmd_label(args) -> int:
+    return api.label(**{name: getattr(args, name) for name in api.LABEL_OPTIONS})
 
 
 def cmd_simulate_drift(args) -> int:

@@ -533,6 +533,33 @@ class RobustnessConfig(_Strict):
     n_pairs: int = Field(8, ge=1, description="pairs probed per judge (plain presentation, both orders)")
 
 
+class AuditConfig(_Strict):
+    """People in the loop: each run proposes `k` tasks for a person to label on the annotation page (`judgeops
+    label --run RUN_ID`); the labels found for them refit the consensus and score every judge against people."""
+
+    k: int = Field(0, ge=0, description="tasks to audit per run (0: no audit)")
+    strategy: Literal["stratified", "random"] = Field(
+        "stratified", description="stratified: uncertain tasks sampled more, with inverse-inclusion weights"
+    )
+    seed: int = 0
+    labels: str = Field(
+        "./.judgeops/labels.jsonl",
+        description="the label log the annotation page appends to (a local file): every run reads it, a task "
+        "matched by the content of what the reviewer saw, so reruns and backfills reuse their labels",
+    )
+    wait: bool = Field(
+        False,
+        description="wait for the k labels before refitting: a deployment's run suspends (Prefect's interactive "
+        "workflows; resumed by the 'labels done' form or by `judgeops label --run` once k are in), a local run "
+        "polls the label log",
+    )
+    timeout_s: int = Field(7 * 86400, ge=1, description="how long to wait for the labels")
+    target_error: float | None = Field(
+        None, gt=0, lt=1, description="a selective consensus: an error rate to certify on the audit"
+    )
+    delta: float = Field(0.1, gt=0, lt=1, description="the certificate holds with probability 1 - delta")
+
+
 class CalibrationConfig(_Strict):
     """Weekly recalibration of each judge's error rates (the recalibrate flow; tasks/drift/calibrate.py)."""
 
@@ -625,6 +652,7 @@ class EvaluateConfig(_Strict):
     profile: ProfileConfig = Field(default_factory=ProfileConfig)
     robustness: RobustnessConfig = Field(default_factory=RobustnessConfig)
     calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
+    audit: AuditConfig = Field(default_factory=AuditConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
@@ -660,6 +688,27 @@ class EvaluateConfig(_Strict):
         return self
 
 
+ITEMS_PER_FIXED_PAIR = (
+    5  # a smoke run of N items gives a judge's max_pairs and the probe at most N // 5 pairs
+)
+
+
+def scaled_to_limit(config: EvaluateConfig) -> EvaluateConfig:
+    """A smoke run's fixed samples scaled down with its items (`sampling.limit`): each judge's `max_pairs` and the
+    injection probe's `n_pairs` at most max(2, limit // ITEMS_PER_FIXED_PAIR), so `judgeops run --limit 10` runs
+    the slow local judge on 2 pairs, not 8. Unchanged without a limit."""
+    limit = config.sampling.limit
+    if limit is None:
+        return config
+    cap = max(2, limit // ITEMS_PER_FIXED_PAIR)
+    out = config.model_copy(deep=True)
+    for judge in out.judges:
+        if judge.max_pairs is not None:
+            judge.max_pairs = min(judge.max_pairs, cap)
+    out.robustness.n_pairs = min(out.robustness.n_pairs, cap)
+    return out
+
+
 WORKDIR_ENV = "JUDGEOPS_WORKDIR"  # where a deployment's relative paths resolve (set by `judgeops deploy`)
 
 
@@ -679,6 +728,7 @@ def resolve_paths(config: EvaluateConfig, base: str | Path | None) -> EvaluateCo
     out = config.model_copy(deep=True)
     out.store.url = _absolute(out.store.url, base)
     out.cache.path = _absolute(out.cache.path, base)
+    out.audit.labels = _absolute(out.audit.labels, base)
     for source in [*out.sources, *out.pairwise, *out.responses]:
         for field in ("path", "root"):
             if isinstance(getattr(source, field, None), str):

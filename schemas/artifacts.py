@@ -400,6 +400,70 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             "(stratum '' = all bins)",
         ),
         ArtifactSchema(
+            "audit",
+            1,
+            _s(
+                pa.field(
+                    "task", _STR, nullable=False
+                ),  # a hash of what the reviewer sees (labelling/run_audit.py)
+                pa.field("run_task", _STR),  # the run's task: pair:presentation
+                pa.field("pair_id", _STR),
+                pa.field("presentation", _STR),
+                pa.field("weight", _F),  # the inverse inclusion probability
+                pa.field("consensus", _STR),
+                pa.field("posterior", _F),
+                pa.field("question", _STR),
+                pa.field("answer_A", _STR),  # the canonical frame of the votes
+                pa.field("answer_B", _STR),
+                pa.field("edit_correct_html", _STR),  # escaped text with <del>/<ins> only (report/samples.py)
+                pa.field("edit_flawed_html", _STR),
+                pa.field("verdicts_json", _STR),  # [[judge, run, label], ...]
+            ),
+            ("task",),
+            "a task of the run proposed for a person to label, with what the annotation page shows of it",
+        ),
+        ArtifactSchema(
+            "human_agreement",
+            1,
+            _s(
+                pa.field("who", _STR, nullable=False),
+                pa.field("kind", _STR, nullable=False),  # judge | consensus
+                pa.field("n_tasks", pa.int64()),
+                pa.field("accuracy", _F),
+                pa.field("accuracy_low", _F),
+                pa.field("accuracy_high", _F),
+                pa.field("kappa", _F),
+                pa.field("kappa_low", _F),
+                pa.field("kappa_high", _F),
+            ),
+            ("who", "kind"),
+            "each judge and label-free consensus against people's labels on the audit (weighted; 90 % intervals)",
+        ),
+        ArtifactSchema(
+            "audit_summary",
+            1,
+            _s(
+                pa.field("n_audit", pa.int64(), nullable=False),
+                pa.field("n_labels", pa.int64()),  # audited tasks with a usable label
+                pa.field("head", _STR),  # what the refit took (audit.refit)
+                pa.field("n_annotators", pa.int64()),
+                pa.field("people_kappa", _F),
+                pa.field("people_alpha", _F),
+                pa.field("n_conflicts", pa.int64()),
+                pa.field("target_error", _F),
+                pa.field("delta", _F),
+                pa.field("coverage", _F),
+                pa.field("threshold", _F),
+                pa.field("abstained", pa.int64()),
+                pa.field(
+                    "accuracy", _F
+                ),  # the refit consensus on judgerEva's answers (pairs with a gold side)
+                pa.field("selective_accuracy", _F),  # ... on the tasks the selective consensus decided
+            ),
+            ("n_audit",),
+            "the run's audit in one row: labels in, the people's agreement, the refit and selective consensus",
+        ),
+        ArtifactSchema(
             "audit_labels",
             1,
             _s(

@@ -535,10 +535,18 @@ class ArtifactStore:
 
     # -- runs ----------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def recording(self, flow: str, as_of: dt.date, config: Any, done: str = "completed") -> Iterator[dict]:
+    def recording(
+        self,
+        flow: str,
+        as_of: dt.date,
+        config: Any,
+        done: str = "completed",
+        suspended: tuple[type[BaseException], ...] = (),
+    ) -> Iterator[dict]:
         """The run record around a flow's body: "running" (with its owner process and a heartbeat), then
-        `done` (with what the body added to the yielded dict), "failed" with the error, or "cancelled" with the
-        signal that stopped it. A process that dies
+        `done` (with what the body added to the yielded dict), "failed" with the error, "cancelled" with the
+        signal that stopped it, or "suspended" when the body raised one of `suspended` (the orchestrator's
+        suspension: the run continues when resumed, `suspended_run`). A process that dies
         without either is found by `sweep_crashed` (every flow start and `judgeops store ls` run it)."""
         self.sweep_crashed()
         record = {
@@ -555,6 +563,9 @@ class ArtifactStore:
         try:
             with liveness.Heartbeat(beat):
                 yield extra
+        except suspended:
+            self.write_run_record({**record, **extra, "status": "suspended", "suspended_at": _utcnow()})
+            raise
         except BaseException as exc:
             ended = _cancelled(exc)  # a signal stopped it: not a failure
             try:
@@ -659,6 +670,17 @@ class ArtifactStore:
             and r.get("status") == "completed"
             and first <= r.get("as_of", "") <= last
         ]
+
+    def suspended_run(self, flow_run_id: Any) -> str | None:
+        """The store run a suspended orchestrator flow run left (resumed, the flow run continues it), or None."""
+        if not flow_run_id:
+            return None
+        for record in reversed(self.list_runs()):
+            if record.get("status") == "suspended" and (record.get("prefect") or {}).get(
+                "flow_run_id"
+            ) == str(flow_run_id):
+                return record["run_id"]
+        return None
 
     def latest_run_id(self, status: str | None = "completed") -> str:
         runs = [r for r in self.list_runs() if status is None or r.get("status") == status]

@@ -120,6 +120,8 @@ REPORT_INPUTS = (
     "construction_log",
     "consistency",
     "aggregation_notes",
+    "human_agreement",  # the run's audit, where people labelled it (people_stages.py)
+    "audit_summary",
 )
 
 

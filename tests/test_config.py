@@ -96,3 +96,18 @@ def test_the_example_config_loads_and_its_panel_is_the_default():
 
     config = load_config(ROOT / "judgeops" / "judgeops.example.yaml")
     assert config.judges == EvaluateConfig().judges and config.cache == EvaluateConfig().cache
+
+
+def test_a_smoke_run_scales_the_fixed_samples_down_with_its_items():
+    from judgeops.config import scaled_to_limit
+
+    config = EvaluateConfig()
+    slow = [j for j in config.judges if j.max_pairs is not None]
+    assert slow and config.robustness.n_pairs == 8
+    assert scaled_to_limit(config) == config  # no limit: unchanged
+    config.sampling.limit = 10
+    smoke = scaled_to_limit(config)
+    assert [j.max_pairs for j in smoke.judges if j.max_pairs is not None] == [2] * len(slow)
+    assert smoke.robustness.n_pairs == 2 and config.robustness.n_pairs == 8  # a copy
+    config.sampling.limit = 1000
+    assert scaled_to_limit(config).robustness.n_pairs == 8  # never more than configured

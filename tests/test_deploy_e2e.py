@@ -435,3 +435,94 @@ def test_drift_events_reach_a_notification_block_through_the_automation(server_a
         hook.shutdown()
     assert received, log.read_text()[-3000:]
     assert "j-drifty" in received[0]["subject"] and "fpr went from 0.1 to 0.35" in received[0]["text"]
+
+
+def test_an_evaluation_waits_for_its_audit_labels_and_uses_them(server_and_worker, tmp_path):
+    """`audit: {k, wait: true}`: the deployment's run proposes its audit and suspends (the worker is free, the UI
+    shows a "labels done" form); two people label it on `judgeops label --run`, whose last answer emits
+    `judgeops.audit.completed` and resumes the run; the resumed run continues the same store run, and its report
+    and summary show the judges against people and the selective consensus."""
+    import json
+    import urllib.request
+
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from judgeops import api as jo
+    from judgeops.config import AuditConfig
+    from tests.test_label_page import free_port, start_command, stop
+
+    env, api, log, user = server_and_worker
+    store_url, labels = str(tmp_path / "store"), tmp_path / "labels.jsonl"
+    config = small_config(store_url, n_items=24)
+    config.audit = AuditConfig(k=6, wait=True, labels=str(labels), target_error=0.2, timeout_s=600)
+    with temporary_settings({PREFECT_API_URL: api}):
+        run = run_deployment(
+            "evaluate/evaluate-weekly",
+            parameters={"as_of": "2026-11-09", "config": config.model_dump(mode="json")},
+            timeout=0,
+        )
+        deadline = time.time() + 300
+        with get_client(sync_client=True) as client:
+            while time.time() < deadline:
+                state = client.read_flow_run(run.id).state
+                if state.is_paused() or state.is_final():
+                    break
+                time.sleep(2)
+        assert state.name == "Suspended", (state, log.read_text()[-4000:])
+        assert state.state_details.run_input_keyset  # the UI's form for the labels being done
+    store = ArtifactStore(store_url)
+    (record,) = [r for r in store.list_runs() if r["flow"] == "evaluate"]
+    assert record["status"] == "suspended"
+    port = free_port()
+    page = start_command(
+        [
+            "label",
+            "--run",
+            record["run_id"],
+            "--store",
+            store_url,
+            "--labels",
+            str(labels),
+            "--port",
+            str(port),
+        ],
+        port,
+        env={**env, "PREFECT_API_URL": api},
+    )
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/audit?annotator=ann") as r:
+            tasks = [item["task"] for item in json.loads(r.read())["items"]]
+        assert len(tasks) == 6
+        for who in ("ann", "ben"):
+            for i, task in enumerate(tasks):
+                label = "B" if who == "ben" and i == 0 else "A"
+                body = json.dumps({"task": task, "label": label, "annotator": who}).encode()
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/api/label", body, {"Content-Type": "application/json"}
+                )
+                urllib.request.urlopen(request).read()
+        # the page resumes the run once every task has a label; the worker runs it to the end
+        with temporary_settings({PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+            deadline = time.time() + 400
+            while time.time() < deadline:
+                state = client.read_flow_run(run.id).state
+                if state.is_final():
+                    break
+                time.sleep(2)
+            assert state.is_completed(), (state, log.read_text()[-4000:])
+            events = client.request(
+                "POST", "/events/filter", json={"filter": {"event": {"name": ["judgeops.audit.completed"]}}}
+            ).json()["events"]
+        assert [e["payload"]["run_id"] for e in events] == [record["run_id"]]
+    finally:
+        stop(page)
+    (done,) = [r for r in store.list_runs() if r["flow"] == "evaluate"]  # the same store run, continued
+    assert done["run_id"] == record["run_id"] and done["status"] == "completed"
+    summary = jo.summary(jo.get_run(done["run_id"], store_url))["audit"]
+    assert summary["n_audit"] == 6 and summary["n_labels"] == 5 and summary["n_conflicts"] == 1
+    assert summary["target_error"] == 0.2 and summary["coverage"] is not None
+    assert {r["kind"] for r in summary["human_agreement"]} == {"judge", "consensus"}
+    report = Path(done["report"]).read_text()
+    assert "Agreement with people" in report and "Cohen" in report and "selective consensus" in report

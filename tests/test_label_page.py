@@ -69,20 +69,15 @@ def free_port() -> int:
 
 
 def start(votes: Path, audit: Path, items: Path, port: int, *extra: str) -> subprocess.Popen:
-    """`judgeops label` as a user starts it; returns once the page answers."""
-    cmd = [
-        JUDGEOPS,
-        "label",
-        str(votes),
-        "--audit",
-        str(audit),
-        "--items",
-        str(items),
-        "--port",
-        str(port),
-        *extra,
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """`judgeops label` over an audit file, as a user starts it; returns once the page answers."""
+    args = ["label", str(votes), "--audit", str(audit), "--items", str(items), "--port", str(port), *extra]
+    return start_command(args, port)
+
+
+def start_command(args: list[str], port: int, env: dict | None = None) -> subprocess.Popen:
+    """`judgeops ARGS` serving the annotation page on `port`; returns once the page answers."""
+    cmd = [JUDGEOPS, *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:

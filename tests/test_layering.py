@@ -71,7 +71,12 @@ def part_of(module: str) -> str:
     if parts[1] == "tasks":
         if len(parts) == 2:
             return "package"
-        return {"stages": "stages", "runner": "runner", "fingerprint": "runner"}.get(parts[2], parts[2])
+        return {
+            "stages": "stages",
+            "people_stages": "stages",
+            "runner": "runner",
+            "fingerprint": "runner",
+        }.get(parts[2], parts[2])
     return {
         "schemas": "schemas",
         "data_contracts": "data_contracts",

@@ -2,8 +2,9 @@
 (the store and call cache the commands create), and its Python example; and the example config, copied as
 told, is the default configuration. So the documentation cannot drift from the code unnoticed.
 
-Not run here: the set-up (`.ci/run` does it), the test command itself, and the commands that need a Prefect
-server (`server`, `deploy`, `backfill`: tests/test_deploy_e2e.py runs those against a real one). The votes,
+Not run here: the set-up (`.ci/run` does it), the test command itself, the commands that need a Prefect
+server (`server`, `deploy`, `backfill`: tests/test_deploy_e2e.py runs those against a real one), and the
+annotation page's, shown in a text block (it serves until stopped: tests/test_label_page.py runs it). The votes,
 truth and development-label files the aggregation examples name are the user's own: the test writes them.
 """
 

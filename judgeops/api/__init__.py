@@ -17,7 +17,7 @@ _MODULES = {
     "judgeops.api.arguments": "OPTION_TYPES",
     "judgeops.api.votes": "Aggregated InputError aggregate aggregate_file parse_params",
     "judgeops.api.audit": "audit_apply audit_lines audit_propose",
-    "judgeops.api.people": "label load_audit read_labels",
+    "judgeops.api.people": "LABEL_OPTIONS label load_audit read_labels",
     "judgeops.api.operations": "OperationError backfill deploy notify_on_drift open_cache prune_cache serve",
     "judgeops.api.drift": "simulate_drift",
     "judgeops.api.starter": "init starter_text",

@@ -67,22 +67,6 @@ def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
 
 
-def _agreement(votes: pd.DataFrame, result: dict, people: pd.DataFrame | None) -> dict:
-    """Judges and label-free consensus against the people (and the people against each other), JSON-ready."""
-    from judgeops.tasks.aggregate.agreement import annotators, judge_vs_human
-
-    rows = judge_vs_human(votes, result["audited"], result["weights"], result["label_free_labels"])
-    out = {"human_agreement": [_finite(r) for r in rows.to_dict(orient="records")]}
-    if people is not None:
-        out["annotators"] = _finite(annotators(people[["task", "annotator", "label"]])[0].as_dict())
-    return out
-
-
-def _finite(row: dict) -> dict:
-    """NaN as None, so --json stays JSON."""
-    return {k: None if isinstance(v, float) and v != v else v for k, v in row.items()}
-
-
 def audit_apply(
     votes_path: str,
     labels_path: str,
@@ -113,31 +97,16 @@ def audit_apply(
         raise InputError(
             f"{labels_path}, field 'label': {unknown[:5]} are not labels the votes use ({classes})"
         )
-    result = audit.refit(votes, labels, weights, method)
-    summary = {"n_labels": result["n_labels"], "head": result["head"], "audit_accuracy": result["scores"]}
-    summary.update(_agreement(votes, result, people))
-    if target_error is not None:
-        from judgeops.tasks.aggregate.selective import ABSTAIN, selective_labels
+    from judgeops.tasks.aggregate.with_people import check_with_people
 
-        chosen, certified = selective_labels(
-            result["labels"],
-            result["confidence"],
-            result["audit_hits"],
-            result["audited"],
-            target_error,
-            delta,
-            result["weights"],
-        )
-        summary["selective"] = certified.as_dict()
-        summary["selective"]["abstained"] = int((chosen == ABSTAIN).sum())
-        result["labels"] = chosen
-    out = result["labels"].rename("label").rename_axis("task").reset_index()
+    chosen, summary, _ = check_with_people(votes, labels, weights, people, method, target_error, delta)
+    out = chosen.rename("label").rename_axis("task").reset_index()
     if truth_path:
-        tasks = result["labels"].index
+        tasks = chosen.index
         truth = scoring.check_truth(
             scoring.read_table(truth_path, "truth"), tasks, truth_path, allow_partial=allow_partial_truth
         )
         space = sorted(set(votes["label"].dropna()), key=str)
-        decided = result["labels"].where(result["labels"] != "abstain")  # an abstention is no decision
+        decided = chosen.where(chosen != "abstain")  # an abstention is no decision
         summary["scored"] = scoring.score_labels(decided, truth, space, truth_path)
     return out, summary

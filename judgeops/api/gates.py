@@ -90,6 +90,7 @@ def summary(run: Run, fail_under: dict[str, float] | None = None, fail_on: list[
         "judges": judges,
         "consensus": consensus,
         "identifiability": _identifiability(notes),
+        "audit": _audit(run),
         "drift": drift,
         "gates": gates,
         "partial_coverage": partial,
@@ -126,6 +127,20 @@ def _notes(run: Run) -> pd.DataFrame:
         return run.load("aggregation_notes").set_index("method")
     except Exception:  # noqa: BLE001 - an older run, or one without an aggregate stage: no estimates
         return pd.DataFrame(columns=["estimated_accuracy", "estimated_ci_low", "estimated_ci_high"])
+
+
+def _audit(run: Run) -> dict | None:
+    """The run's audit where people labelled it: its summary row and every judge and consensus against them."""
+    try:
+        row = run.load("audit_summary").iloc[0].to_dict()
+        agreement = run.load("human_agreement")
+    except Exception:  # noqa: BLE001 - no audit configured, or no label yet
+        return None
+
+    def clean(d: dict) -> dict:
+        return {k: (None if pd.isna(v) else v.item() if hasattr(v, "item") else v) for k, v in d.items()}
+
+    return {**clean(row), "human_agreement": [clean(r) for r in agreement.to_dict("records")]}
 
 
 def _identifiability(notes: pd.DataFrame) -> dict | None:

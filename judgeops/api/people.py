@@ -13,6 +13,7 @@ from judgeops.tasks.aggregate import scoring
 from judgeops.tasks.aggregate.scoring import InputError
 from judgeops.tasks.labelling import from_tables, import_table, latest
 from judgeops.tasks.labelling import log as label_log
+from judgeops.tasks.labelling.run_audit import run_audit
 
 
 def default_log(audit_path: str) -> Path:
@@ -50,36 +51,56 @@ def read_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | 
     return scoring.parse_audit_labels(latest(records), path)
 
 
+LABEL_OPTIONS = (
+    "votes",
+    "audit",
+    "items",
+    "labels",
+    "port",
+    "adjudicate",
+    "import_csv",
+    "run",
+    "config",
+    "store",
+)
+
+
 def label(
-    votes_path: str,
-    audit_path: str,
-    items_path: str | None = None,
-    labels_path: str | None = None,
+    votes: str | None = None,
+    audit: str | None = None,
+    items: str | None = None,
+    labels: str | None = None,
     port: int = 8765,
     adjudicate: bool = False,
     import_csv: str | None = None,
+    run: str | None = None,
+    config: str | None = None,
+    store: str | None = None,
     say: Callable[[str], None] = print,
 ) -> int:
-    """Serve the annotation page until Ctrl-C (0); or, with `import_csv`, append a hand-filled csv's labels to the
-    log (bad rows to `<log>.quarantine.csv` with file, line and reason) and return."""
-    audit = load_audit(votes_path, audit_path, items_path)
-    path = Path(labels_path) if labels_path else default_log(audit_path)
+    """Serve the annotation page until Ctrl-C (0) — over an audit file of a votes file, or over the audit an
+    evaluation run proposed (`run`: its labels go to the config's audit.labels; when its k-th task is labelled
+    the page emits `judgeops.audit.completed` and resumes the run if it is suspended waiting for them). With
+    `import_csv`, append a hand-filled csv's labels to the log (bad rows to `<log>.quarantine.csv` with file,
+    line and reason) and return."""
+    on_complete = None
+    if run:
+        from judgeops.api.pipeline import get_run, load_config
+
+        settings = load_config(config)
+        record = get_run(run, store or settings.store.url, flow=None, having="audit")
+        table = record.load("audit")
+        the_audit = run_audit(table)
+        path = Path(labels or settings.audit.labels)
+        on_complete = lambda: _completed(record, table, path)  # noqa: E731
+    elif votes and audit:
+        the_audit = load_audit(votes, audit, items)
+        path = Path(labels) if labels else default_log(audit)
+    else:
+        raise InputError("judgeops label: give VOTES and --audit AUDIT, or --run RUN_ID")
+    path.parent.mkdir(parents=True, exist_ok=True)
     if import_csv:
-        table = scoring.read_table(import_csv, "labels")
-        try:
-            good, bad = import_table(table, import_csv, audit.tasks, audit.classes, audit.weights)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        for record in good.drop(columns="source").to_dict("records"):
-            label_log.append(
-                path, {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
-            )
-        say(f"imported {len(good)} labels from {import_csv} into {path}")
-        if len(bad):
-            out = path.with_suffix(".quarantine.csv")
-            bad.to_csv(out, index=False)
-            say(f"{len(bad)} rows set aside to {out}, e.g. {bad['quarantine_reason'].iloc[0]}")
-        return 0
+        return _import(import_csv, the_audit, path, say)
     import uvicorn
 
     from judgeops.tasks.labelling.server import app
@@ -87,9 +108,63 @@ def label(
     host = "127.0.0.1"
     port = port or _free_port(host)
     mode = "adjudicating the conflicts of" if adjudicate else "labelling"
-    say(f"{mode} {len(audit.tasks)} audited tasks at http://{host}:{port}/  (labels: {path}; Ctrl-C stops)")
-    uvicorn.run(app(audit, path, adjudicate), host=host, port=port, log_level="warning")
+    say(
+        f"{mode} {len(the_audit.tasks)} audited tasks at http://{host}:{port}/  (labels: {path}; Ctrl-C stops)"
+    )
+    uvicorn.run(app(the_audit, path, adjudicate, on_complete), host=host, port=port, log_level="warning")
     return 0
+
+
+def _import(file: str, audit, path: Path, say: Callable[[str], None]) -> int:
+    table = scoring.read_table(file, "labels")
+    try:
+        good, bad = import_table(table, file, audit.tasks, audit.classes, audit.weights)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    for record in good.drop(columns="source").to_dict("records"):
+        label_log.append(
+            path, {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
+        )
+    say(f"imported {len(good)} labels from {file} into {path}")
+    if len(bad):
+        out = path.with_suffix(".quarantine.csv")
+        bad.to_csv(out, index=False)
+        say(f"{len(bad)} rows set aside to {out}, e.g. {bad['quarantine_reason'].iloc[0]}")
+    return 0
+
+
+def _completed(record, audit: pd.DataFrame, path: Path) -> bool:
+    """Called after every answer on a run's audit: once each of its tasks has a usable label, emit
+    `judgeops.audit.completed` and resume the run if it is suspended waiting for them. True when complete."""
+    from judgeops.tasks.labelling.run_audit import labelled_tasks, labels_for
+
+    n = labelled_tasks(labels_for(audit, str(path)))
+    if n < len(audit):
+        return False
+    run_record = record.store.run_record()
+    flow_run_id = (run_record.get("prefect") or {}).get("flow_run_id")
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():  # no server to tell (a temporary one would only hear itself)
+        print(
+            f"the audit of run {record.run_id} is labelled ({n} tasks); no Prefect API set: no event emitted"
+        )
+        return True
+    from prefect.events import emit_event
+
+    emit_event(
+        event="judgeops.audit.completed",
+        resource={
+            "prefect.resource.id": f"judgeops.run.{record.run_id}",
+            "prefect.resource.name": record.run_id,
+        },
+        payload={"run_id": record.run_id, "labels": str(path), "n_labels": n, "flow_run_id": flow_run_id},
+    )
+    if flow_run_id and run_record.get("status") == "suspended":
+        from prefect.flow_runs import resume_flow_run
+
+        resume_flow_run(flow_run_id, run_input={"done": True})
+    return True
 
 
 def _free_port(host: str) -> int:

@@ -16,7 +16,9 @@ no page but this one can write labels.
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from judgeops.tasks.labelling import log
 from judgeops.tasks.labelling.items import Audit
 
 MAX_NOTE = 2000  # characters
+log_warning = logging.getLogger(__name__).warning
 
 
 class Labels:
@@ -65,8 +68,32 @@ class Labels:
         return sorted(shared.index[(shared["size"] >= 2) & (shared["nunique"] > 1)].astype(str), key=str)
 
 
-def app(audit: Audit, log_path: str | Path, adjudicate: bool = False) -> Starlette:
+def app(
+    audit: Audit,
+    log_path: str | Path,
+    adjudicate: bool = False,
+    on_complete: Callable[[], bool] | None = None,
+) -> Starlette:
+    """The page's app. `on_complete()` is called after each answer until it returns True (the caller's check that
+    the audit has all its labels, and what it does then: judgeops/api/people.py); its failure is logged, never
+    the answer's."""
     labels = Labels(audit, log_path)
+    complete = {"done": on_complete is None, "lock": threading.Lock()}
+
+    def announce() -> None:
+        with complete["lock"]:
+            if complete["done"]:
+                return
+            try:
+                complete["done"] = bool(on_complete())
+            except Exception as exc:  # noqa: BLE001 - the answer is saved; the orchestrator's trouble is reported
+                log_warning("judgeops label: the audit's completion could not be announced: %s", exc)
+
+    def check_complete() -> None:
+        """In a thread of its own: telling the orchestrator must not hold up the reviewer's next item."""
+        if not complete["done"]:
+            threading.Thread(target=announce, daemon=True).start()
+
     files = resources.files("judgeops.tasks.labelling")
     page, script = (files.joinpath(name).read_text(encoding="utf-8") for name in ("page.html", "page.js"))
 
@@ -145,6 +172,7 @@ def app(audit: Audit, log_path: str | Path, adjudicate: bool = False) -> Starlet
                 "weight": audit.weights.get(task, 1.0),
             }
         )
+        check_complete()
         done = labels.answers(annotator, adjudicate)
         return JSONResponse(
             {"saved": True, "done": sum(t in done for t in tasks_shown()), "total": len(tasks_shown())}

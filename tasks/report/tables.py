@@ -277,3 +277,43 @@ def calibration_table(calibration: pd.DataFrame) -> str:
             )
         )
     return table.to_html(index=False, classes="grid", float_format="%.3f")
+
+
+def people_section(agreement: pd.DataFrame | None, audit: pd.DataFrame | None) -> dict | None:
+    """The run's audit as the report shows it: one line on the labels and the consensus they checked, the
+    selective consensus with its certified error rate, and the judges and consensus against people (table)."""
+    if audit is None or audit.empty:
+        return None
+    a = audit.iloc[0]
+
+    def num(v, fmt: str = "{:.3f}") -> str:
+        return "–" if v is None or pd.isna(v) else fmt.format(v)
+
+    people = f"{int(a['n_annotators'])} annotator(s)"
+    if a["n_annotators"] and a["n_annotators"] > 1:
+        people += f", Cohen's κ {num(a['people_kappa'], '{:.2f}')}, Krippendorff's α {num(a['people_alpha'], '{:.2f}')}"
+        people += f", {int(a['n_conflicts'])} conflict(s)"
+    line = (
+        f"{int(a['n_labels'])} of {int(a['n_audit'])} audited tasks labelled by {people}; the consensus refit "
+        f"with them ({a['head']}) is {num(a['accuracy'])} accurate on judgerEva"
+    )
+    selective = None
+    if pd.notna(a["target_error"]):
+        selective = (
+            f"selective consensus: error ≤ {a['target_error']:g} with probability {1 - a['delta']:.2f} certified on "
+            f"the audit, deciding {num(a['coverage'], '{:.1%}')} of the tasks ({num(a['abstained'], '{:.0f}')} "
+            f"abstain, to escalate); {num(a['selective_accuracy'])} accurate on judgerEva where it decided"
+        )
+    table = None
+    if agreement is not None and len(agreement):
+        shown = agreement.assign(
+            accuracy=[
+                f"{num(r.accuracy)} [{num(r.accuracy_low)}, {num(r.accuracy_high)}]"
+                for r in agreement.itertuples()
+            ],
+            kappa=[
+                f"{num(r.kappa)} [{num(r.kappa_low)}, {num(r.kappa_high)}]" for r in agreement.itertuples()
+            ],
+        )[["kind", "who", "n_tasks", "accuracy", "kappa"]]
+        table = shown.to_html(index=False, classes="grid")
+    return {"line": line, "selective": selective, "table": table}

@@ -1,0 +1,94 @@
+"""The evaluate flow with people in the loop (config `audit:`), on a real Prefect server (prefect_test_harness): a
+run proposes its audit; labels that appear in the label log are used by the next run (reuse by content), or by
+the same run when it waits for them; the report, the summary and the Prefect UI show the judges against people.
+The suspended deployment run is in tests/test_deploy_e2e.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+from judgeops import api
+from judgeops.config import AuditConfig
+from judgeops.flows.evaluate import evaluate
+from judgeops.schemas.store import ArtifactStore
+from judgeops.tasks.labelling import log
+from judgeops.tasks.labelling.run_audit import CLASSES
+from tests.conftest import small_config
+
+pytestmark = pytest.mark.slow
+AS_OF = dt.date(2026, 11, 23)
+
+
+def label_all(audit, path, who: str, flip_first: int = 0, adjudicated: bool = False) -> None:
+    """`who` labels every audited task A (the first `flip_first` of them B), as the page would write them."""
+    for i, task in enumerate(audit["task"]):
+        label = CLASSES[1] if i < flip_first else CLASSES[0]
+        log.append(
+            path, {"task": task, "label": label, "annotator": who, "adjudicated": adjudicated, "weight": 1.0}
+        )
+
+
+def test_a_later_run_uses_the_labels_people_gave_an_earlier_runs_audit(prefect_server, tmp_path):
+    url, labels = str(tmp_path / "store"), tmp_path / "labels.jsonl"
+    config = small_config(url, n_items=24)
+    config.audit = AuditConfig(k=6, labels=str(labels), target_error=0.2)
+    first = evaluate(config=config, as_of=AS_OF)
+    store = ArtifactStore(url, first.run_id)
+    audit = store.read_pandas("audit")
+    assert len(audit) == 6 and not store.exists("audit_summary")  # nobody has labelled yet
+    assert audit[["question", "answer_A", "answer_B", "verdicts_json"]].notna().all().all()
+    label_all(audit, labels, "ann")
+    label_all(audit, labels, "ben", flip_first=2)  # two conflicts...
+    log.append(labels, {"task": audit["task"].iloc[0], "label": "A", "annotator": "cat", "adjudicated": True})
+    second = evaluate(config=config, as_of=AS_OF)  # ...one settled by an adjudicator
+    later = ArtifactStore(url, second.run_id)
+    assert (
+        later.read_pandas("audit")["task"].tolist() == audit["task"].tolist()
+    )  # the same texts: the same keys
+    summary = later.read_pandas("audit_summary").iloc[0]
+    assert summary["n_labels"] == 5 and summary["n_annotators"] == 2 and summary["n_conflicts"] == 2
+    assert summary["target_error"] == 0.2 and 0 <= summary["coverage"] <= 1
+    assert len(later.read_pandas("audit_labels")) == 13
+    agreement = later.read_pandas("human_agreement")
+    assert set(agreement["kind"]) == {"judge", "consensus"}
+    assert (agreement.loc[agreement["kind"] == "consensus", "n_tasks"] == 5).all()  # a judge: where it voted
+    report = (tmp_path / "store" / "runs" / second.run_id / "report.html").read_text()
+    assert 'id="human-agreement"' in report and "5 of 6 audited tasks labelled by 2 annotator(s)" in report
+    run_summary = api.summary(api.get_run(second.run_id, url))
+    assert run_summary["audit"]["n_labels"] == 5 and len(run_summary["audit"]["human_agreement"]) == len(
+        agreement
+    )
+    with get_client(sync_client=True) as client:
+        published = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["human-agreement"]))
+        )
+    assert published and published[0].type == "table"
+
+
+def test_a_run_told_to_wait_polls_the_label_log_until_its_audit_is_labelled(prefect_server, tmp_path):
+    url, labels = str(tmp_path / "store"), tmp_path / "labels.jsonl"
+    config = small_config(url, n_items=24)
+    config.audit = AuditConfig(k=4, labels=str(labels), wait=True, timeout_s=300)
+    done = {}
+    runner = threading.Thread(target=lambda: done.update(result=evaluate(config=config, as_of=AS_OF)))
+    runner.start()
+    store = ArtifactStore(url)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # the run proposes its audit, then waits
+        runs = store.list_runs()
+        if runs and store.exists("audit", runs[-1]["run_id"]):
+            break
+        time.sleep(0.5)
+    run_id = runs[-1]["run_id"]
+    time.sleep(3)
+    assert runner.is_alive() and store.run_record(run_id)["status"] == "running"
+    label_all(store.read_pandas("audit", run_id=run_id), labels, "ann")
+    runner.join(timeout=300)
+    assert done["result"].run_id == run_id and store.run_record(run_id)["status"] == "completed"
+    assert store.read_pandas("audit_summary", run_id=run_id).iloc[0]["n_labels"] == 4
