@@ -100,7 +100,10 @@ def label(
         raise InputError("judgeops label: give VOTES and --audit AUDIT, or --run RUN_ID")
     path.parent.mkdir(parents=True, exist_ok=True)
     if import_csv:
-        return _import(import_csv, the_audit, path, say)
+        code = _import(import_csv, the_audit, path, say)
+        if on_complete is not None:  # a run's audit completed by hand: said as the page would say it
+            on_complete()
+        return code
     import uvicorn
 
     from judgeops.tasks.labelling.server import app
