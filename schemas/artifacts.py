@@ -455,10 +455,10 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
                 pa.field("coverage", _F),
                 pa.field("threshold", _F),
                 pa.field("abstained", pa.int64()),
-                pa.field(
-                    "accuracy", _F
-                ),  # the refit consensus on judgerEva's answers (pairs with a gold side)
-                pa.field("selective_accuracy", _F),  # ... on the tasks the selective consensus decided
+                # the refit consensus on judgerEva's answers (pairs with a gold side), and the selective one on the
+                # tasks it decided
+                pa.field("accuracy", _F),
+                pa.field("selective_accuracy", _F),
             ),
             ("n_audit",),
             "the run's audit in one row: labels in, the people's agreement, the refit and selective consensus",

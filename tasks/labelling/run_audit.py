@@ -22,7 +22,7 @@ from judgeops.tasks.aggregate import audit as audit_mod
 from judgeops.tasks.aggregate.panel import canonical_votes
 from judgeops.tasks.labelling import log
 from judgeops.tasks.labelling.items import Audit
-from judgeops.tasks.report.samples import marked_edit
+from judgeops.tasks.report.samples import pair_marks
 
 CLASSES = ["A", "B"]  # the canonical frame of the votes (aggregate/panel.py)
 
@@ -68,13 +68,7 @@ def propose_run_audit(
             question = str(questions[pair["item_id"]])
         edit_correct = edit_flawed = None
         if pair is not None and isinstance(pair.get("answer_correct"), str):
-            edit_correct, edit_flawed = marked_edit(
-                pair["answer_correct"],
-                int(pair["edit_start"]),
-                int(pair["edit_end"]),
-                pair["edit_before"],
-                pair["edit_after"],
-            )
+            edit_correct, edit_flawed = pair_marks(pair)
         said = votes.loc[votes["task"] == r.task, ["worker", "run", "label"]].astype(str)
         rows.append(
             {

@@ -39,8 +39,8 @@ log_warning = logging.getLogger(__name__).warning
 class Labels:
     """The log's latest answers in memory, kept in step with every append (one writer: this process)."""
 
-    def __init__(self, audit: Audit, path: str | Path):
-        self.audit, self.path = audit, Path(path)
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
         self.lock = threading.Lock()
         records, self.problems = log.read(self.path)
         self.records = log.latest(records)
@@ -77,7 +77,7 @@ def app(
     """The page's app. `on_complete()` is called after each answer until it returns True (the caller's check that
     the audit has all its labels, and what it does then: judgeops/api/people.py); its failure is logged, never
     the answer's."""
-    labels = Labels(audit, log_path)
+    labels = Labels(log_path)
     complete = {"done": on_complete is None, "lock": threading.Lock()}
 
     def announce() -> None:

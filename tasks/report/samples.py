@@ -43,6 +43,17 @@ def marked_edit(correct: str, start: int, end: int, before: str, after: str) -> 
     return head + "".join(left) + tail, head + "".join(right) + tail
 
 
+def pair_marks(pair) -> tuple[str, str]:
+    """`marked_edit` of a `pairs` row (a dict or Series)."""
+    return marked_edit(
+        pair["answer_correct"],
+        int(pair["edit_start"]),
+        int(pair["edit_end"]),
+        pair["edit_before"],
+        pair["edit_after"],
+    )
+
+
 def _num(value) -> float | None:
     return (
         None if value is None or (isinstance(value, float) and math.isnan(value)) else round(float(value), 3)
@@ -104,13 +115,7 @@ def sample_records(
         )
     texts, rows = {}, []
     for pair in pairs.to_dict("records"):
-        left, right = marked_edit(
-            pair["answer_correct"],
-            int(pair["edit_start"]),
-            int(pair["edit_end"]),
-            pair["edit_before"],
-            pair["edit_after"],
-        )
+        left, right = pair_marks(pair)
         texts[pair["pair_id"]] = {
             "domain": pair["domain"],
             "error_type": pair["error_type"],

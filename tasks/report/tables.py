@@ -293,9 +293,10 @@ def people_section(agreement: pd.DataFrame | None, audit: pd.DataFrame | None) -
     if a["n_annotators"] and a["n_annotators"] > 1:
         people += f", Cohen's κ {num(a['people_kappa'], '{:.2f}')}, Krippendorff's α {num(a['people_alpha'], '{:.2f}')}"
         people += f", {int(a['n_conflicts'])} conflict(s)"
+    head = "the label-free consensus kept" if a["head"] == "label_free" else f"head taken: {a['head']}"
     line = (
         f"{int(a['n_labels'])} of {int(a['n_audit'])} audited tasks labelled by {people}; the consensus refit "
-        f"with them ({a['head']}) is {num(a['accuracy'])} accurate on judgerEva"
+        f"with them ({head}) is {num(a['accuracy'])} accurate on judgerEva"
     )
     selective = None
     if pd.notna(a["target_error"]):
