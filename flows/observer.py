@@ -78,6 +78,27 @@ class PrefectObserver(RunObserver):
         return done
 
 
+    def suspensions_ended(self, records: list[dict]) -> dict[str, str]:
+        """The suspended runs whose flow run is final (a suspension that timed out fails; a cancelled one), where
+        a Prefect API is reachable: run id → the flow run's state name."""
+        records = [r for r in records if (r.get("prefect") or {}).get("flow_run_id")]
+        if not records or (FlowRunContext.get() is None and not PREFECT_API_URL.value()):
+            return {}
+        ended = {}
+        try:
+            with get_client(sync_client=True) as client:
+                for record in records:
+                    try:
+                        state = client.read_flow_run(record["prefect"]["flow_run_id"]).state
+                    except ObjectNotFound:  # recorded by another Prefect server: not ours to judge
+                        continue
+                    if state is not None and state.is_final():
+                        ended[record["run_id"]] = state.name
+        except Exception as exc:  # noqa: BLE001 - best effort: the next sweep asks again
+            log.warning("could not read the suspended runs' flow runs: %s", exc)
+        return ended
+
+
 def temporary_prefect_server() -> dict | None:
     """The temporary Prefect API server this process started (CLI runs without PREFECT_API_URL), if any:
     its pid and start time, so a sweep can stop it when this process dies without stopping it."""

@@ -155,6 +155,11 @@ class RunObserver:
         """Runs the sweep found dead; returns those the orchestrator now also shows as crashed."""
         return []
 
+    def suspensions_ended(self, records: list[dict]) -> dict[str, str]:
+        """Suspended runs whose orchestrator run ended without resuming (it timed out, or was cancelled):
+        run id → the state it ended in. Unknown without an orchestrator: none."""
+        return {}
+
 
 class ArtifactStore:
     """Reads and writes the artifacts of one run, with schema, hash and contract checks."""
@@ -617,6 +622,18 @@ class ArtifactStore:
                 on_record.append(crashed)
             log.warning("run %s: %s; marked crashed", run_id, crashed["error"])
             swept.append(crashed)
+        suspended = [r for r in self.list_runs() if r.get("status") == "suspended"]
+        for run_id, state in (self.observer.suspensions_ended(suspended) if suspended else {}).items():
+            record = next(r for r in suspended if r["run_id"] == run_id)
+            failed = {
+                **record,
+                "status": "failed",
+                "error": f"it was suspended waiting for its audit's labels and its flow run ended {state} "
+                "without resuming",
+            }
+            with contextlib.suppress(StoreWriteError):
+                self.write_run_record(failed, run_id)
+            log.warning("run %s: %s; marked failed", run_id, failed["error"])
         pending = [r for r in on_record if (r.get("swept") or {}).get("prefect_state") == "pending"]
         for record in self.observer.runs_crashed(pending) if pending else []:
             with contextlib.suppress(StoreWriteError):

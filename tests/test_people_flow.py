@@ -92,3 +92,26 @@ def test_a_run_told_to_wait_polls_the_label_log_until_its_audit_is_labelled(pref
     runner.join(timeout=300)
     assert done["result"].run_id == run_id and store.run_record(run_id)["status"] == "completed"
     assert store.read_pandas("audit_summary", run_id=run_id).iloc[0]["n_labels"] == 4
+
+
+def test_a_suspended_run_whose_flow_run_was_cancelled_is_marked_failed_by_the_next_sweep(
+    prefect_server, tmp_path
+):
+    from prefect import flow
+    from prefect.states import Cancelled
+
+    from judgeops.flows.observer import PrefectObserver
+
+    @flow
+    def waiting() -> None:
+        pass
+
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(waiting)
+        client.set_flow_run_state(run.id, Cancelled(), force=True)
+    store = ArtifactStore(str(tmp_path / "store"), "2026-11-23_waiting", observer=PrefectObserver())
+    store.write_run_record(
+        {"flow": "evaluate", "status": "suspended", "prefect": {"flow_run_id": str(run.id)}}
+    )
+    store.sweep_crashed()
+    assert store.run_record()["status"] == "failed" and "ended Cancelled" in store.run_record()["error"]

@@ -173,3 +173,32 @@ def test_a_table_with_the_exact_schema_is_accepted(store_url):
     store = ArtifactStore(store_url, "run-a")
     table = pa.Table.from_pandas(items_frame(), schema=ARTIFACTS["items"].schema, preserve_index=False)
     assert store.write("items", table).rows == 3
+
+
+def test_a_suspended_run_whose_flow_run_ended_without_resuming_is_marked_failed(store_url):
+    """An evaluation suspended waiting for its audit's labels (flows/evaluate.py) stays `suspended` while its flow
+    run waits; once the orchestrator says the flow run ended (the suspension timed out, or it was cancelled), the
+    next sweep marks the store run failed and says why, so no run waits in the store forever."""
+    from judgeops.schemas.store import RunObserver
+
+    class Orchestrator(RunObserver):
+        ended: dict = {}
+
+        def suspensions_ended(self, records):
+            return {r["run_id"]: self.ended[r["run_id"]] for r in records if r["run_id"] in self.ended}
+
+    observer = Orchestrator()
+    store = ArtifactStore(store_url, "2026-11-23_run", observer=observer)
+    record = {
+        "flow": "evaluate",
+        "as_of": "2026-11-23",
+        "status": "suspended",
+        "prefect": {"flow_run_id": "f1"},
+    }
+    store.write_run_record(record)
+    store.sweep_crashed()
+    assert store.run_record()["status"] == "suspended"  # still waiting: left alone
+    observer.ended["2026-11-23_run"] = "Failed"
+    store.sweep_crashed()
+    after = store.run_record()
+    assert after["status"] == "failed" and "ended Failed without resuming" in after["error"]
