@@ -90,8 +90,9 @@ def wait_for_labels(
             wait_for_input=LabelsDone.with_initial_data(
                 description=(
                     f"**{want - n} of {want} audited tasks still need a label.** Label them on the annotation page: "
-                    f"`judgeops label --run {store.run_id}` (it resumes this run when the last one is in), or "
-                    "submit this form once they are."
+                    f"run `judgeops label --run {store.run_id}` and open [http://127.0.0.1:8765/]"
+                    "(http://127.0.0.1:8765/) (it resumes this run when the last one is in), or submit this form "
+                    "once they are."
                 ),
             ),
             timeout=audit.timeout_s,

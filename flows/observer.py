@@ -77,7 +77,6 @@ class PrefectObserver(RunObserver):
             log.warning("could not mark the crashed runs' Prefect flow runs: %s", exc)
         return done
 
-
     def suspensions_ended(self, records: list[dict]) -> dict[str, str]:
         """The suspended runs whose flow run is final (a suspension that timed out fails; a cancelled one), where
         a Prefect API is reachable: run id → the flow run's state name."""
