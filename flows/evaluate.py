@@ -132,9 +132,8 @@ def evaluate(
     config_file: a judgeops.yaml to load on the worker when `config` is not given.
     reuse: reuse stage outputs whose code, parameters and inputs are unchanged.
     """
-    config = scaled_to_limit(
-        config_for_run(config, config_file)
-    )  # a smoke run's fixed samples shrink with it
+    # a smoke run's fixed samples (a slow judge's max_pairs, the injection probe) shrink with its items
+    config = scaled_to_limit(config_for_run(config, config_file))
     as_of, started = run_date(as_of), now()  # the run's one clock: stages are given these
     store = ArtifactStore(config.store.url, observer=PrefectObserver())
     # a suspended run (waiting for the audit's labels) continues its store run when Prefect resumes it

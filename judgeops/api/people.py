@@ -91,7 +91,9 @@ def label(
         record = get_run(run, store or settings.store.url, flow=None, having="audit")
         table = record.load("audit")
         the_audit = run_audit(table)
-        path = Path(labels or settings.audit.labels)
+        # where that run reads its labels (its own config, paths as its worker resolved them)
+        ran_with = (record.store.run_record().get("config") or {}).get("audit") or {}
+        path = Path(labels or ran_with.get("labels") or settings.audit.labels)
         on_complete = lambda: _completed(record, table, path)  # noqa: E731
     elif votes and audit:
         the_audit = load_audit(votes, audit, items)

@@ -106,7 +106,7 @@ def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFr
 def parse_audit_labels(
     table: pd.DataFrame, path: str
 ) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
-    """`read_audit_labels` on a table already read (e.g. the annotation page's label log, api/label.py)."""
+    """`read_audit_labels` on a table already read (e.g. the annotation page's label log: api/people.py)."""
     if not {"task", "label"} <= set(table.columns):
         raise InputError(f"{path}: expected columns task, label (and weight from propose)")
     table = table.assign(task=table["task"].astype(str), label=label_key(table["label"]))
