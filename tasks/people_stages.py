@@ -32,9 +32,11 @@ AUDIT = Stage(
     "audit",
     ("judgeops.tasks.labelling.run_audit",),
     ("verdicts", "variants", "pairs", "items"),
+    ("external_pairs",),
     columns={
         "verdicts": ("judge_id", "variant_id", "verdict", "p_first"),
         "variants": ("variant_id", "pair_id", "presentation", "order", "text_a", "text_b"),
+        "external_pairs": ("pair_id", "question"),
         "pairs": (
             "pair_id",
             "item_id",
@@ -81,6 +83,7 @@ def audit_stage(
                 config.strategy,
                 coin_seed,
                 config.seed,
+                t.get("external_pairs"),
             )
         }
 

@@ -149,3 +149,30 @@ def test_a_suspended_run_whose_flow_run_was_cancelled_is_marked_failed_by_the_ne
     )
     store.sweep_crashed()
     assert store.run_record()["status"] == "failed" and "ended Cancelled" in store.run_record()["error"]
+
+
+def test_a_published_pair_in_the_audit_shows_its_own_question(prefect_server, tmp_path):
+    import json
+
+    from judgeops.config import PairwiseSource
+
+    rows = [
+        {
+            "question": f"What is {i} + {i}?",
+            "response_A": f"The answer is {2 * i}.",
+            "response_B": f"It is {2 * i + 1}.",
+            "label": "A>B" if i % 2 else "B>A",
+            "source": "livebench-reasoning",
+        }
+        for i in range(12)
+    ]
+    path = tmp_path / "judgebench.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = small_config(str(tmp_path / "store"), n_items=6)
+    config.pairwise = [PairwiseSource(format="judgebench", path=str(path))]
+    config.audit = AuditConfig(k=40, strategy="random", labels=str(tmp_path / "labels.jsonl"))
+    result = evaluate(config=config, as_of=AS_OF)
+    audit = ArtifactStore(config.store.url, result.run_id).read_pandas("audit")
+    published = audit[audit["pair_id"].str.startswith("judgebench-")]
+    assert len(published) and published["question"].str.startswith("What is").all()
+    assert (audit["question"].str.len() > 0).all() and audit["task"].is_unique

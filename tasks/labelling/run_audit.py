@@ -4,8 +4,8 @@ both candidates in the canonical frame of the votes (class A is the candidate th
 judges' verdicts and the planted edit for after the answer — and, once people have answered, their labels matched
 back to the run's tasks.
 
-A task's key on the page and in the label log is a hash of what the reviewer saw (question, candidate A, candidate
-B): a later run, a rerun or a backfill that shows the same texts in the same frame finds the same labels, and one
+A task's key on the page and in the label log is a hash of what the reviewer saw (presentation, question,
+candidate A, candidate B): a later run, a rerun or a backfill that shows the same texts in the same frame finds the same labels, and one
 whose texts changed (a new construction, another coin seed) does not reuse a label given to something else.
 """
 
@@ -27,8 +27,10 @@ from judgeops.tasks.report.samples import pair_marks
 CLASSES = ["A", "B"]  # the canonical frame of the votes (aggregate/panel.py)
 
 
-def content_key(question: str, answer_a: str, answer_b: str) -> str:
-    return hashlib.sha256("\x00".join([question, answer_a, answer_b]).encode()).hexdigest()[:24]
+def content_key(presentation: str, question: str, answer_a: str, answer_b: str) -> str:
+    """What the reviewer sees, hashed: the task's key on the page and in the label log (module docstring)."""
+    shown = "\x00".join([presentation, question, answer_a, answer_b])
+    return hashlib.sha256(shown.encode()).hexdigest()[:24]
 
 
 def named_votes(verdicts: Rows, variants: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -49,8 +51,10 @@ def propose_run_audit(
     strategy: str = "stratified",
     coin_seed: int = 0,
     seed: int = 0,
+    external_pairs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The `audit` artifact's rows: audit.propose over the run's votes, with each task's content (module docstring)."""
+    """The `audit` artifact's rows: audit.propose over the run's votes, with each task's content (module docstring):
+    a judgerEva pair's question from its item, a published pair's (`external_pairs`) its own."""
     votes, variant = named_votes(verdicts, variants, coin_seed)
     proposal = audit_mod.propose(votes, min(k, votes["task"].nunique()), strategy=strategy, seed=seed)
     shown = variants.set_index("variant_id")  # `variant` is indexed by variant id too
@@ -58,6 +62,11 @@ def propose_run_audit(
     ab = ab[ab["order"] == "AB"].drop_duplicates("task").set_index("task")
     pair_rows = pairs.set_index("pair_id")
     questions = items.set_index("item_id")["question"] if "question" in items else pd.Series(dtype=object)
+    published = (
+        external_pairs.set_index("pair_id")["question"]
+        if external_pairs is not None
+        else pd.Series(dtype=object)
+    )
     rows = []
     for r in proposal.itertuples(index=False):
         v = ab.loc[r.task]
@@ -66,13 +75,15 @@ def propose_run_audit(
         question = ""
         if pair is not None and "item_id" in pair and pair["item_id"] in questions.index:
             question = str(questions[pair["item_id"]])
+        elif v["pair_id"] in published.index and isinstance(published[v["pair_id"]], str):
+            question = published[v["pair_id"]]
         edit_correct = edit_flawed = None
         if pair is not None and isinstance(pair.get("answer_correct"), str):
             edit_correct, edit_flawed = pair_marks(pair)
         said = votes.loc[votes["task"] == r.task, ["worker", "run", "label"]].astype(str)
         rows.append(
             {
-                "task": content_key(question, str(a), str(b)),
+                "task": content_key(str(v["presentation"]), question, str(a), str(b)),
                 "run_task": r.task,
                 "pair_id": v["pair_id"],
                 "presentation": v["presentation"],
