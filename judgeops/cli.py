@@ -170,7 +170,7 @@ def cmd_config(args) -> int:
 
 
 def cmd_deploy(args) -> int:
-    return api.deploy(notify=args.notify)
+    return api.deploy(notify=args.notify, config=args.config)
 
 
 def cmd_server(args) -> int:

@@ -526,3 +526,43 @@ def test_an_evaluation_waits_for_its_audit_labels_and_uses_them(server_and_worke
     assert {r["kind"] for r in summary["human_agreement"]} == {"judge", "consensus"}
     report = Path(done["report"]).read_text()
     assert "Agreement with people" in report and "Cohen" in report and "selective consensus" in report
+
+
+def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_and_worker, tmp_path):
+    """`judgeops --config small.yaml deploy`: both deployments get the file as their `config_file` parameter, and
+    a run started without parameters evaluates the team's configuration, not the embedded demo panel."""
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env, api, log, user = server_and_worker
+    store_url = str(tmp_path / "team-store")
+    config_file = tmp_path / "small.yaml"
+    config_file.write_text(dump_config(small_config(store_url, n_items=24)))
+    done = subprocess.run(
+        [str(BIN / "judgeops"), "--config", str(config_file), "deploy"],
+        cwd=user,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    with temporary_settings({PREFECT_API_URL: api}):
+        with get_client(sync_client=True) as client:
+            for name in ("evaluate/evaluate-weekly", "recalibrate/recalibrate-weekly"):
+                deployment = client.read_deployment_by_name(name)
+                assert deployment.parameters == {"config_file": str(config_file)}, name
+        run = run_deployment("evaluate/evaluate-weekly", parameters={"as_of": "2026-10-26"}, timeout=400)
+    assert run.state.is_completed(), log.read_text()[-4000:]
+    (record,) = [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "evaluate"]
+    assert record["status"] == "completed" and record["config"]["sources"][0]["n_items"] == 24
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("judges: 7\n")
+    refused = subprocess.run(
+        [str(BIN / "judgeops"), "--config", str(bad), "deploy"],
+        cwd=user,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode != 0 and "broken.yaml" in refused.stdout + refused.stderr

@@ -63,15 +63,36 @@ def ensure_pool() -> None:
         raise OperationError(f"could not create work pool {POOL}: {created.stdout}{created.stderr}")
 
 
-def deploy(workdir: str | Path | None = None, notify: str | None = None) -> int:
+DEPLOYMENTS = ("evaluate/evaluate-weekly", "recalibrate/recalibrate-weekly")
+
+
+def deploy(workdir: str | Path | None = None, notify: str | None = None, config: str | None = None) -> int:
     """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL. Their runs work in,
     and resolve relative paths of the configuration against, `workdir` (default: the current folder). With
-    `notify` (a notification block, "block-type/name"), drift events are routed to it (notify_on_drift)."""
+    `config` (a judgeops.yaml, checked first), every run of both deployments — scheduled, triggered or started
+    by hand — loads it: its absolute path becomes their `config_file` parameter (without, a run loads
+    ./judgeops.yaml of `workdir` if there is one, else the embedded default). With `notify` (a notification
+    block, "block-type/name"), drift events are routed to it (notify_on_drift)."""
     require_api()
+    path = None
+    if config:
+        from judgeops.config import load_config
+
+        path = str(Path(config).resolve())
+        load_config(path)  # a config the runs could not load is refused here, not on Monday
     ensure_pool()
     workdir = Path(workdir or Path.cwd()).resolve()
     cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(deployments_file())]
     code = subprocess.call(cmd, cwd=workdir, env={**os.environ, WORKDIR_ENV: str(workdir)})
+    if code == 0 and path:
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.actions import DeploymentUpdate
+
+        with get_client(sync_client=True) as client:
+            for name in DEPLOYMENTS:
+                found = client.read_deployment_by_name(name)
+                parameters = {**(found.parameters or {}), "config_file": path}
+                client.update_deployment(found.id, DeploymentUpdate(parameters=parameters))
     if code == 0 and notify:
         notify_on_drift(notify)
     return code
