@@ -70,8 +70,8 @@ def deploy(workdir: str | Path | None = None, notify: str | None = None, config:
     """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL. Their runs work in,
     and resolve relative paths of the configuration against, `workdir` (default: the current folder). With
     `config` (a judgeops.yaml, checked first), every run of both deployments — scheduled, triggered or started
-    by hand — loads it: its absolute path becomes their `config_file` parameter (without, a run loads
-    ./judgeops.yaml of `workdir` if there is one, else the embedded default). With `notify` (a notification
+    by hand — loads it: its absolute path becomes their `config_file` parameter (without, a run uses the embedded
+    default unless a judgeops.yaml lies in its working folder). With `notify` (a notification
     block, "block-type/name"), drift events are routed to it (notify_on_drift)."""
     require_api()
     path = None
