@@ -80,9 +80,9 @@ def wait_for_labels(
     freed, the Prefect UI shows what to do and a "labels done" form, and `judgeops label --run` resumes it when
     the k-th task gets its label; the resumed run starts again, reuses every stage and continues the same store
     run. A run started here (no deployment to resume) polls the label log. Returns the labelled tasks."""
-    audit = config.audit
-    want = min(audit.k, artifacts["audit"].rows)
-    _, n = labels_in(store, artifacts, audit)
+    audit, proposed = config.audit, store.read_pandas(artifacts["audit"])  # read once: the loop reads the log
+    want = min(audit.k, len(proposed))
+    _, n = labels_in(proposed, audit)
     if n >= want:
         return n
     if runtime.deployment.id:
@@ -98,14 +98,14 @@ def wait_for_labels(
             timeout=audit.timeout_s,
             key="audit-labels",
         )
-        return labels_in(store, artifacts, audit)[1]
+        return labels_in(proposed, audit)[1]
     deadline = time.monotonic() + audit.timeout_s
     logger().info(
         "audit: waiting for %d labels in %s (`judgeops label --run %s`)", want - n, audit.labels, store.run_id
     )
     while n < want and time.monotonic() < deadline:
         time.sleep(poll_s)
-        n = labels_in(store, artifacts, audit)[1]
+        n = labels_in(proposed, audit)[1]
     if n < want:
         logger().warning(
             "audit: %d of %d tasks labelled after %d s; going on with those", n, want, audit.timeout_s

@@ -99,9 +99,10 @@ def audit_stage(
     return refs
 
 
-def labels_in(store: ArtifactStore, artifacts: Refs, config: AuditConfig) -> tuple[pd.DataFrame, int]:
-    """(the log's labels for this run's audit, how many of its tasks have a usable label)."""
-    labels = labels_for(store.read_pandas(artifacts["audit"]), config.labels)
+def labels_in(audit: pd.DataFrame, config: AuditConfig) -> tuple[pd.DataFrame, int]:
+    """(the log's labels for the run's audit — the `audit` artifact, read —, how many of its tasks have a usable
+    label)."""
+    labels = labels_for(audit, config.labels)
     return labels, labelled_tasks(labels)
 
 
@@ -110,7 +111,7 @@ def people_stage(
     store: ArtifactStore, artifacts: Refs, config: AuditConfig, coin_seed: int, reuse: bool = True
 ) -> Refs:
     """The consensus checked by the people who labelled the audit; nothing when no task has a label yet."""
-    labels, n = labels_in(store, artifacts, config)
+    labels, n = labels_in(store.read_pandas(artifacts["audit"]), config)
     if n == 0:
         logger().info(
             "people: no label yet for the %d audited tasks (`judgeops label --run %s`)",

@@ -142,6 +142,14 @@ def majority_labels(long: pd.DataFrame) -> pd.Series:
     return counts.idxmax(axis=1).where(top * 2 > counts.sum(axis=1))  # more than half: exactly one such label
 
 
+def conflicting_tasks(long: pd.DataFrame) -> list[str]:
+    """The tasks two or more people labelled, not all alike (`long`: task, annotator, label; a later row of a
+    person replaces an earlier one): what waits for adjudication."""
+    long = long.dropna(subset=["label"]).drop_duplicates(["task", "annotator"], keep="last")
+    shared = long.groupby("task")["label"].agg(["nunique", "size"])
+    return sorted(shared.index[(shared["size"] >= 2) & (shared["nunique"] > 1)].astype(str), key=str)
+
+
 def annotators(long: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[AnnotatorAgreement, pd.Series]:
     """(the agreement between people, task → adjudicated label: the strict majority, NaN where there is none).
     `long`: task, annotator, label — one row per annotator and task (a later row replaces an earlier one)."""
@@ -151,7 +159,7 @@ def annotators(long: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[A
     table = long.pivot(index="task", columns="annotator", values="label")
     adjudicated = majority_labels(long)
     shared = table[table.notna().sum(axis=1) >= 2]
-    conflicts = sorted(shared.index[shared.nunique(axis=1) > 1].astype(str), key=str)
+    conflicts = conflicting_tasks(long)
     codes = {label: i for i, label in enumerate(sorted(long["label"].astype(str).unique()))}
     data = shared.apply(lambda col: col.map(codes)).to_numpy(dtype=float).T  # annotators × tasks
 

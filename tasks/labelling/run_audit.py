@@ -19,6 +19,7 @@ import pandas as pd
 from judgeops.data_contracts.labels import NO_LABEL
 from judgeops.schemas.stream import Rows
 from judgeops.tasks.aggregate import audit as audit_mod
+from judgeops.tasks.aggregate.agreement import majority_labels
 from judgeops.tasks.aggregate.panel import canonical_votes
 from judgeops.tasks.labelling import log
 from judgeops.tasks.labelling.items import Audit
@@ -138,9 +139,8 @@ def labelled_tasks(labels: pd.DataFrame) -> int:
         return 0
     usable = labels[~labels["label"].isin(NO_LABEL)]
     settled = set(usable.loc[usable["adjudicated"], "task"])
-    people = usable[~usable["adjudicated"]]
-    counts = people.groupby(["task", "label"]).size().unstack(fill_value=0)
-    majority = set(counts.index[counts.max(axis=1) * 2 > counts.sum(axis=1)]) if len(counts) else set()
+    people = usable.loc[~usable["adjudicated"], ["task", "annotator", "label"]]
+    majority = set(majority_labels(people).dropna().index) if len(people) else set()
     return len(settled | majority)
 
 

@@ -29,6 +29,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from judgeops.data_contracts.labels import NO_LABEL, label_problems
+from judgeops.tasks.aggregate.agreement import conflicting_tasks
 from judgeops.tasks.labelling import log
 from judgeops.tasks.labelling.items import Audit
 
@@ -63,9 +64,7 @@ class Labels:
         return r[~r["adjudicated"] & ~r["label"].isin(NO_LABEL)][["task", "annotator", "label", "note"]]
 
     def conflicts(self) -> list[str]:
-        people = self.people()
-        shared = people.groupby("task")["label"].agg(["nunique", "size"])
-        return sorted(shared.index[(shared["size"] >= 2) & (shared["nunique"] > 1)].astype(str), key=str)
+        return conflicting_tasks(self.people())
 
 
 def app(
