@@ -251,6 +251,41 @@ class RubricConfig(_Strict):
     )
 
 
+LIMIT_NAME = r"^[A-Za-z0-9_.:-]+$"
+
+
+class LimitConfig(_Strict):
+    """One provider account's budget for one model, shared by every judge that names it and, with a Prefect
+    server, by every shard, worker and run (Prefect global concurrency limits; tasks/judges/backends/limits.py)."""
+
+    name: str | None = Field(
+        None,
+        pattern=LIMIT_NAME,
+        description="the limit's name on the Prefect server (set from its key under `limits:`; a judge's own "
+        "limit is named <backend>-<model>)",
+    )
+    rpm: float | None = Field(None, gt=0, description="requests per minute")
+    tpm: float | None = Field(None, gt=0, description="tokens per minute (prompt estimate + max tokens)")
+    concurrency: int | None = Field(None, ge=1, le=100_000, description="requests in flight at once")
+
+    @model_validator(mode="after")
+    def _says_something(self) -> LimitConfig:
+        if self.rpm is None and self.tpm is None and self.concurrency is None:
+            raise ValueError("a limit needs at least one of rpm, tpm, concurrency")
+        return self
+
+    def numbers(self) -> dict[str, float | int | None]:
+        return {"rpm": self.rpm, "tpm": self.tpm, "concurrency": self.concurrency}
+
+
+def limit_name(judge: JudgeConfig) -> str:
+    """The name of a judge's limit: its own, or <backend>-<model> (characters Prefect refuses made '-')."""
+    limit = judge.limit
+    if isinstance(limit, LimitConfig) and limit.name:
+        return limit.name
+    return re.sub(r"[^A-Za-z0-9_.:-]", "-", f"{judge.backend}-{judge.model}")
+
+
 class JudgeConfig(_Strict):
     """A panel member: backend + model + protocol + prompt template (see tasks/judges/)."""
 
@@ -297,9 +332,18 @@ class JudgeConfig(_Strict):
     )
     decoding: DecodingConfig = Field(default_factory=DecodingConfig)
     samples: int = Field(1, ge=1, le=64, description="self-consistency: calls per unit (sample index in key)")
-    max_concurrency: int = Field(4, ge=1, le=1024, description="requests in flight at once")
-    requests_per_minute: float | None = Field(None, gt=0, description="token-bucket request rate limit")
-    tokens_per_minute: float | None = Field(None, gt=0, description="token-bucket token rate limit")
+    max_concurrency: int = Field(4, ge=1, le=1024, description="requests in flight at once (this process)")
+    requests_per_minute: float | None = Field(
+        None, gt=0, description="this process's token-bucket request rate (a fleet's: `limit`)"
+    )
+    tokens_per_minute: float | None = Field(
+        None, gt=0, description="this process's token-bucket token rate (a fleet's: `limit`)"
+    )
+    limit: str | LimitConfig | None = Field(
+        None,
+        description="hosted: the provider account's budget for this model, shared by every worker and run: "
+        "the name of an entry of `limits:`, or {rpm, tpm, concurrency}",
+    )
     timeout_s: float = Field(
         60.0,
         gt=0,
@@ -355,6 +399,8 @@ class JudgeConfig(_Strict):
             self.rubric.digest = rubric_of(self).digest  # a RubricError (a ValueError) names the template
         if self.api_key_env and self.api_key_secret:
             raise ValueError("give api_key_env or api_key_secret, not both")
+        if self.limit is not None and self.backend not in hosted:
+            raise ValueError(f"limit is for hosted backends ({', '.join(hosted)}), not {self.backend!r}")
         return self
 
 
@@ -659,6 +705,11 @@ class EvaluateConfig(_Strict):
     stages: StagesConfig = Field(default_factory=StagesConfig)
     sharding: ShardingConfig = Field(default_factory=ShardingConfig)
     batch_size: int = Field(500, ge=1, description="variants judged per batch (progress is logged per batch)")
+    limits: dict[str, LimitConfig] = Field(
+        default_factory=dict,
+        description="named budgets (one per provider account and model) that judges share by name: "
+        "{rpm, tpm, concurrency}; with a Prefect server, global concurrency limits of that name",
+    )
 
     @field_validator("judges")
     @classmethod
@@ -668,6 +719,41 @@ class EvaluateConfig(_Strict):
         if dupes:
             raise ValueError(f"judge names must be unique; repeated: {dupes}")
         return judges
+
+    @field_validator("limits")
+    @classmethod
+    def _limit_keys(cls, limits: dict[str, LimitConfig]) -> dict[str, LimitConfig]:
+        for key, limit in limits.items():
+            if not re.match(LIMIT_NAME, key):
+                raise ValueError(f"limits: {key!r} is not a limit name (letters, digits, _ . : -)")
+            limit.name = key
+        return limits
+
+    @model_validator(mode="after")
+    def _limits_resolved(self) -> EvaluateConfig:
+        """Each judge's `limit` becomes a LimitConfig with its name; one name, one set of numbers."""
+        seen: dict[str, LimitConfig] = {}
+        llm = [self.construction.llm] if self.construction.llm else []
+        for judge in [*self.judges, *llm]:
+            if judge.limit is None:
+                continue
+            if isinstance(judge.limit, str):
+                if judge.limit not in self.limits:
+                    raise ValueError(
+                        f"judge {judge.name}: limit {judge.limit!r} is not under `limits:` "
+                        f"(there: {sorted(self.limits) or 'none'})"
+                    )
+                judge.limit = self.limits[judge.limit]
+            elif judge.limit.name is None:
+                judge.limit = judge.limit.model_copy(update={"name": limit_name(judge)})
+            name = judge.limit.name
+            if name in seen and seen[name].numbers() != judge.limit.numbers():
+                raise ValueError(
+                    f"judge {judge.name}: limit {name!r} is given as {judge.limit.numbers()} and as "
+                    f"{seen[name].numbers()}: name one entry of `limits:` for both"
+                )
+            seen[name] = judge.limit
+        return self
 
     @model_validator(mode="after")
     def _budget_needs_prices(self) -> EvaluateConfig:

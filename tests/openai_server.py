@@ -8,6 +8,9 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
 
   --die-after N        answer N requests, then exit the process (a server killed mid-run)
   --rate-limit K       answer the first K requests with 429 and `Retry-After: <--retry-after>`
+  --rpm R [--burst-s B]  a provider's requests-per-minute limit: a token bucket of B seconds' worth (default
+                       1), refilled R/60 a second; a request beyond it gets 429 and Retry-After (the seconds
+                       until a token is back), as OpenAI's and Anthropic's rate limits do
   --malformed-marker S answer prompts containing S with a body that is not JSON
   --empty-marker S     answer prompts containing S with `"choices": []`
   --delay S            wait S seconds before answering each request (a slow model: time to kill a client)
@@ -182,6 +185,10 @@ class Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.seen += 1
             seen = srv.seen
+            wait = srv.bucket.take() if srv.bucket else 0.0
+        if wait:
+            headers = {"Retry-After": f"{wait:.3f}"}
+            return self._send(429, self._error("rate_limit_error", "rpm exceeded"), headers, prompt)
         with srv.slots:
             self._answer(srv, body, prompt, seen)
 
@@ -385,6 +392,24 @@ class Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", opts.port), Handler)
         self.opts, self.seen, self.answered, self.lock = opts, 0, 0, threading.Lock()
         self.slots = threading.BoundedSemaphore(opts.max_concurrency) if opts.max_concurrency else _NoLimit()
+        self.bucket = _Bucket(opts.rpm, opts.burst_s) if opts.rpm else None
+
+
+class _Bucket:
+    """The provider's rate limit: `take()` is 0 when a request may go, else the seconds until it could."""
+
+    def __init__(self, per_minute: float, burst_s: float):
+        self.rate, self.capacity = per_minute / 60, max(1.0, per_minute * burst_s / 60)
+        self.level, self.stamp = self.capacity, time.monotonic()
+
+    def take(self) -> float:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.level >= 1:
+            self.level -= 1
+            return 0.0
+        return (1 - self.level) / self.rate
 
 
 class _NoLimit:
@@ -427,6 +452,8 @@ def main() -> None:
     parser.add_argument("--die-after", type=int, default=0)
     parser.add_argument("--rate-limit", type=int, default=0)
     parser.add_argument("--retry-after", type=float, default=1)
+    parser.add_argument("--rpm", type=float, default=0.0)
+    parser.add_argument("--burst-s", type=float, default=1.0)
     parser.add_argument("--malformed-marker", default="")
     parser.add_argument("--empty-marker", default="")
     parser.add_argument("--delay", type=float, default=0.0)

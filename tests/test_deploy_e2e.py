@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from judgeops.api.operations import wait_for_api
-from judgeops.config import dump_config
+from judgeops.config import LimitConfig, dump_config
 from judgeops.schemas.store import ArtifactStore
 from tests.conftest import ROOT, http_judge, small_config
 
@@ -538,7 +538,9 @@ def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_
     env, api, log, user = server_and_worker
     store_url = str(tmp_path / "team-store")
     config_file = tmp_path / "small.yaml"
-    config_file.write_text(dump_config(small_config(store_url, n_items=24)))
+    config = small_config(store_url, n_items=24)
+    config.limits = {"team-gpt": LimitConfig(rpm=120, concurrency=4)}  # the fleet's budget, shared by name
+    config_file.write_text(dump_config(config))
     done = subprocess.run(
         [str(BIN / "judgeops"), "--config", str(config_file), "deploy"],
         cwd=user,
@@ -552,6 +554,13 @@ def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_
             for name in ("evaluate/evaluate-weekly", "recalibrate/recalibrate-weekly"):
                 deployment = client.read_deployment_by_name(name)
                 assert deployment.parameters == {"config_file": str(config_file)}, name
+            rpm = client.read_global_concurrency_limit_by_name("team-gpt-rpm")
+            assert (rpm.limit, rpm.slot_decay_per_second) == (
+                200,
+                200.0,
+            )  # hundredths of a request: 2 a second
+            assert client.read_global_concurrency_limit_by_name("team-gpt-concurrency").limit == 4
+        assert "global concurrency limit team-gpt-rpm: created" in done.stdout
         run = run_deployment("evaluate/evaluate-weekly", parameters={"as_of": "2026-10-26"}, timeout=400)
     assert run.state.is_completed(), log.read_text()[-4000:]
     (record,) = [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "evaluate"]

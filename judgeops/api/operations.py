@@ -66,12 +66,18 @@ def ensure_pool() -> None:
 DEPLOYMENTS = ("evaluate/evaluate-weekly", "recalibrate/recalibrate-weekly")
 
 
-def deploy(workdir: str | Path | None = None, notify: str | None = None, config: str | None = None) -> int:
+def deploy(
+    workdir: str | Path | None = None,
+    notify: str | None = None,
+    config: str | None = None,
+    say: Callable[[str], None] = print,
+) -> int:
     """Register the deployments of deploy/prefect.yaml on the server of PREFECT_API_URL. Their runs work in,
     and resolve relative paths of the configuration against, `workdir` (default: the current folder). With
     `config` (a judgeops.yaml, checked first), every run of both deployments — scheduled, triggered or started
     by hand — loads it: its absolute path becomes their `config_file` parameter (without, a run uses the embedded
-    default unless a judgeops.yaml lies in its working folder). With `notify` (a notification
+    default unless a judgeops.yaml lies in its working folder), and its judges' budgets (`limits:`) become
+    Prefect global concurrency limits, created or set to the file's numbers. With `notify` (a notification
     block, "block-type/name"), drift events are routed to it (notify_on_drift)."""
     require_api()
     path = None
@@ -79,7 +85,7 @@ def deploy(workdir: str | Path | None = None, notify: str | None = None, config:
         from judgeops.config import load_config
 
         path = str(Path(config).resolve())
-        load_config(path)  # a config the runs could not load is refused here, not on Monday
+        loaded = load_config(path)  # a config the runs could not load is refused here, not on Monday
     ensure_pool()
     workdir = Path(workdir or Path.cwd()).resolve()
     cmd = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", str(deployments_file())]
@@ -93,6 +99,10 @@ def deploy(workdir: str | Path | None = None, notify: str | None = None, config:
                 found = client.read_deployment_by_name(name)
                 parameters = {**(found.parameters or {}), "config_file": path}
                 client.update_deployment(found.id, DeploymentUpdate(parameters=parameters))
+        from judgeops.tasks.judges.backends.limits import publish_budgets
+
+        for line in publish_budgets(loaded):  # the fleet's rate limits, before any run takes from them
+            say(f"global concurrency limit {line}")
     if code == 0 and notify:
         notify_on_drift(notify)
     return code

@@ -2,13 +2,14 @@
 
 The SDK does the protocol: authentication, endpoints (Azure's deployment URLs included), proxies from the
 environment, error types. Around it the project keeps what a judge panel needs and the SDKs do not give a
-whole batch: bounded concurrency (a semaphore), token buckets for requests and tokens per minute, retries
-with jittered exponential backoff on 429 / 5xx / timeouts / dropped connections that honour Retry-After
-across the batch, a circuit breaker (`breaker_failures` calls failing in a row, after their retries, stop
-the batch with JudgeBackendError), and per-model capability handling: a request parameter the server
-rejects as unsupported is dropped or renamed once, the call sent again without spending a retry, and the
-finding remembered for that endpoint and model (`Reply.notes`, counted in coverage). The SDK's own retries
-are off (max_retries=0) so that one policy decides.
+whole batch: bounded concurrency (a semaphore), the limits on requests and tokens per minute of this process
+and of the provider account's budget (tasks/judges/backends/limits.py: shared by a fleet through Prefect),
+retries with jittered exponential backoff on 429 / 5xx / timeouts / dropped connections that honour
+Retry-After across the batch (and, with a shared budget, across the fleet), a circuit breaker
+(`breaker_failures` calls failing in a row, after their retries, stop the batch with JudgeBackendError), and
+per-model capability handling: a request parameter the server rejects as unsupported is dropped or renamed
+once, the call sent again without spending a retry, and the finding remembered for that endpoint and model
+(`Reply.notes`, counted in coverage). The SDK's own retries are off (max_retries=0) so that one policy decides.
 
 A subclass names its SDK's error classes and says how to build the client, send one request and read the
 reply. The key comes from `api_key_env` or a Prefect Secret block (`api_key_secret`), else the SDK reads
@@ -30,6 +31,7 @@ from prefect.blocks.system import Secret
 
 from judgeops.config import JudgeConfig
 from judgeops.tasks.judges.backends.base import JudgeBackendError
+from judgeops.tasks.judges.backends.limits import Limiter
 from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply, token_estimate
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}  # 529: Anthropic's "overloaded"
@@ -52,31 +54,6 @@ def resolve_api_key(judge: JudgeConfig) -> str | None:
     if judge.api_key_secret:
         return Secret.load(judge.api_key_secret).get()
     return None
-
-
-class TokenBucket:
-    """Refills `rate` per minute up to one minute's worth; `take(n)` waits until n are available."""
-
-    def __init__(self, per_minute: float | None):
-        self.rate = per_minute / 60 if per_minute else None
-        self.capacity = per_minute or 0.0
-        self.level = self.capacity
-        self.stamp = time.monotonic()
-        self.lock = asyncio.Lock()
-
-    async def take(self, n: float = 1.0) -> None:
-        if self.rate is None:
-            return
-        n = min(n, self.capacity)
-        async with self.lock:
-            while True:
-                now = time.monotonic()
-                self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-                self.stamp = now
-                if self.level >= n:
-                    self.level -= n
-                    return
-                await asyncio.sleep((n - self.level) / self.rate)
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -125,6 +102,7 @@ class HostedBackend:
         self.judge = judge
         self._key = resolve_api_key(judge)
         self.breaker = _Breaker(judge.breaker_failures)
+        self.limiter = Limiter(judge)  # its buckets last as long as the backend, not one batch
         self._pause_until = 0.0  # monotonic time before which no call is sent (a 429's Retry-After)
         self._loop: asyncio.AbstractEventLoop | None = None  # see _event_loop
         self._loop_thread: threading.Thread | None = None
@@ -154,6 +132,7 @@ class HostedBackend:
         loop, self._loop = self._loop, None
         if loop is None:
             return
+        asyncio.run_coroutine_threadsafe(self.limiter.aclose(), loop).result(timeout=30)
         if self._sdk_client is not None:
             asyncio.run_coroutine_threadsafe(self._sdk_client.close(), loop).result(timeout=30)
             self._sdk_client = None
@@ -187,25 +166,23 @@ class HostedBackend:
         return out
 
     async def _complete(self, calls: list[Call], out: dict[str, Reply]) -> None:
-        judge = self.judge
-        semaphore = asyncio.Semaphore(judge.max_concurrency)
-        requests = TokenBucket(judge.requests_per_minute)
-        tokens = TokenBucket(judge.tokens_per_minute)
+        judge, limiter = self.judge, self.limiter
+        semaphore = asyncio.Semaphore(limiter.in_flight)
         if self._sdk_client is None:
             self._sdk_client = self._client()
         client = self._sdk_client
+        await limiter.ready()
 
         async def one(call: Call) -> None:
             async with semaphore:
                 if self.breaker.open:
                     return
-                await requests.take(1)
-                await tokens.take(sum(token_estimate(call.request)))
                 reply = self._redacted(await self._call(client, call))
                 self.breaker.record(reply)
                 out[call.key] = reply
 
-        await asyncio.gather(*(one(c) for c in calls))
+        async with limiter.slots(len(calls)):
+            await asyncio.gather(*(one(c) for c in calls))
         if self.breaker.open:
             raise JudgeBackendError(
                 f"judge {judge.name}: {self.breaker.in_a_row} calls in a row failed at "
@@ -236,10 +213,12 @@ class HostedBackend:
         last, notes = "", []
         t0 = time.perf_counter()
         attempt, rate_waited = 0, 0.0
+        tokens = sum(token_estimate(call.request))
         while True:
             pause = self._pause_until - time.monotonic()
             if pause > 0:  # another call of this batch was told to come back later
                 await asyncio.sleep(pause)
+            await self.limiter.take(tokens)  # every request sent counts, retries too
             wait = None
             try:
                 # a total deadline: the SDK's timeout is per read, so a reply trickling a byte at a time never ends
@@ -262,6 +241,8 @@ class HostedBackend:
                     break  # 400/401/404...: retrying will not help
                 wait = retry_after_seconds(exc.response.headers.get("retry-after"))
                 if status == 429 and wait is not None:
+                    if self._pause_until < time.monotonic() + wait:  # a new pause: the fleet's too
+                        await self.limiter.pause(wait)
                     self._pause_until = max(self._pause_until, time.monotonic() + wait)
                     if rate_waited + wait <= self.judge.rate_limit_wait_s:
                         rate_waited += wait
