@@ -22,7 +22,6 @@ import datetime as dt
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -194,14 +193,9 @@ def main() -> None:
     ]
     print("\n".join(lines))
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        text = path.read_text()
-        block = "\n".join(lines)
-        if START in text:
-            text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-        else:
-            text += "\n## One rate limit for a fleet (issue 31)\n\n" + block + "\n"
-        path.write_text(text)
+        from benchmarks_md import write_section  # beside this script
+
+        write_section("bench/fleet_limit.py", "\n".join(lines[1:-1]))
 
 
 if __name__ == "__main__":

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import re
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks_md import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- bench/smoke.py: start -->", "<!-- bench/smoke.py: end -->"
@@ -107,14 +108,7 @@ def main() -> None:
     ]
     print("\n".join(lines))
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        text = path.read_text()
-        block = "\n".join(lines)
-        if START in text:
-            text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-        else:
-            text += "\n## The smoke run (issue 30)\n\n" + block + "\n"
-        path.write_text(text)
+        write_section("bench/smoke.py", "\n".join(lines[1:-1]))
 
 
 if __name__ == "__main__":
