@@ -2,7 +2,8 @@
 evaluation, or the weekly recalibration (`--deployment recalibrate/recalibrate-weekly`).
 
 Weeks that already have a completed run of the deployment (same `as_of`) are skipped, so a
-backfill can be rerun after a failure and only does what is missing. It stops at the first week
+backfill can be rerun after a failure and only does what is missing (except with `start_chain`: a new
+calibration chain recomputes every week). It stops at the first week
 that does not complete: later weeks build on earlier ones (the calibration chain). A run it stops waiting for
 (the timeout) is cancelled, so it never runs later, out of order and unwatched; a failed run's reason is part
 of the error.
@@ -90,10 +91,15 @@ def backfill(
 
     parameters: passed to every week's run besides its date (e.g. `config_file`).
     start_chain: for the recalibrate deployment, the first week run starts a new calibration chain
-        (`from_scratch`); later weeks continue it.
+        (`from_scratch`) and later weeks continue it, each recomputed (`force`) even where the trigger had
+        calibrated it already: they follow the new chain.
+
+    Returns each week's outcome: "completed", "skipped" (a run of this backfill found the week done: an
+    evaluation already completed, or a calibration already made, its run Completed as "Skipped"), or, where
+    the deployment's run did nothing, what it said.
     """
     log = logger()
-    done = completed_weeks(deployment)
+    done = set() if start_chain else completed_weeks(deployment)  # a new chain recomputes every week
     outcome: dict[str, str] = {}
     for week in weekly_dates(start, end):
         key = week.isoformat()
@@ -102,17 +108,15 @@ def backfill(
             outcome[key] = "skipped"
             continue
         log.info("backfill: week %s → %s", key, deployment)
+        chain = {}
+        if start_chain:  # the first week run starts the chain, every later one continues it
+            chain = {
+                "force": True,
+                **({} if any(v == "completed" for v in outcome.values()) else {"from_scratch": True}),
+            }
         run = run_deployment(
             deployment,
-            parameters={
-                **(parameters or {}),
-                date_parameter(deployment): key,
-                **(
-                    {"from_scratch": True}
-                    if start_chain and not any(v == "completed" for v in outcome.values())
-                    else {}
-                ),
-            },
+            parameters={**(parameters or {}), date_parameter(deployment): key, **chain},
             timeout=timeout_s,
             flow_run_name=f"{deployment.split('/')[0]}-{key}",
         )
@@ -123,5 +127,9 @@ def backfill(
             else:
                 why = stop_unfinished(run, timeout_s)
             raise BackfillError(f"week {key}: flow run {run.name} {why}. Later weeks were not run")
-        outcome[key] = "completed"
+        if state.name == "Skipped":  # the run found its week done (recalibrate): say so, not "completed"
+            log.info("backfill: week %s skipped by its run: %s", key, state.message)
+            outcome[key] = f"skipped ({state.message})" if state.message else "skipped"
+        else:
+            outcome[key] = "completed"
     return outcome

@@ -36,9 +36,9 @@ from judgeops.tasks.stages import (
     profile_stage,
     report_stage,
     robustness_stage,
-    stage_options,
     validate_stage,
 )
+from judgeops.tasks.task_options import stage_options
 
 
 class EvaluateResult(BaseModel):

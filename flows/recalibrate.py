@@ -18,6 +18,7 @@ import datetime as dt
 
 from prefect import flow, runtime
 from prefect.events import emit_event
+from prefect.states import Completed
 from pydantic import BaseModel
 
 from judgeops.config import EvaluateConfig, StoreConfig, config_for_run
@@ -158,7 +159,8 @@ def recalibrate(
 ) -> RecalibrateResult:
     """Re-estimate every judge's FPR/FNR for the week containing `week` (default: the scheduled date).
 
-    from_scratch: start a new chain at this week instead of continuing the previous week's state.
+    from_scratch: start a new chain at this week instead of continuing the previous week's state (the week is
+        recomputed even if it was calibrated).
     force: recompute a week that is already calibrated.
     evaluate_run, store_url: the week of this evaluate run of that store, with the run's own configuration
         (how the `judgeops.evaluate.completed` trigger calls it); `store_url` alone overrides the config's.
@@ -175,11 +177,14 @@ def recalibrate(
     base.sweep_crashed()
     chain = ChainIndex(base)
     done, evaluation = chain.calibration(monday), chain.evaluation(monday)
-    if done is not None and not force and not (done.carried_from and evaluation):
+    if done is not None and not (force or from_scratch) and not (done.carried_from and evaluation):
         logger().info("recalibrate: week %s is already calibrated (run %s); skipped", monday, done.run_id)
-        return RecalibrateResult(
+        skipped = RecalibrateResult(
             week=monday, run_id=done.run_id, status="skipped", carried_from=done.carried_from
         )
+        # a Completed state named Skipped: the UI and a backfill waiting on this run can tell it did nothing
+        message = f"week {monday} is already calibrated (run {done.run_id}); `force` recomputes it"
+        return Completed(name="Skipped", message=message, data=skipped)
     plan = chain.plan(monday, from_scratch)
     if evaluation is None and (from_scratch or (plan.previous is None and not plan.gaps)):
         raise RecalibrationError(

@@ -66,6 +66,7 @@ def test_run_report_and_store_commands(config_file, capsys, tmp_path):
     out = capsys.readouterr().out
     run_id = re.search(r"^run (\S+)$", run.stdout, flags=re.M).group(1)
     assert "2026-11-16" in out and "completed" in out and run_id in out  # whole, at 80 columns
+    assert "evaluate runs in" in out  # the evaluations, apart from the calibrations
 
     assert main(["--config", str(config_file), "store", "ls", "--all"]) == 0
     out = capsys.readouterr().out

@@ -177,21 +177,36 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     assert "2026-11-02: skipped" in again.stdout and "2026-11-09: skipped" in again.stdout
     assert len(evaluations(store_url)) == 2
 
-    # the calibration chain over the same weeks, through its deployment: a new chain, then each week in turn
-    # (each evaluation above also triggered the deployment: one run at a time, whichever comes first
-    # calibrates a week and the other finds it done, so the chain is the same either way)
-    chain = [*cmd, "--deployment", "recalibrate/recalibrate-weekly", "--start-chain"]
-    calibrated = subprocess.run(chain, cwd=tmp_path, env=env, capture_output=True, text=True)
+    # each evaluation above triggered its recalibration: once those are done, a backfill of the recalibrate
+    # deployment finds every week calibrated, and says "skipped", not "completed"
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: api}):
+        for record in runs:
+            done = triggered_run("recalibrate/recalibrate-weekly", "evaluate_run", record["run_id"])
+            assert done.state.is_completed()
+    recal = [*cmd, "--deployment", "recalibrate/recalibrate-weekly"]
+    plain = subprocess.run(recal, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
+    assert plain.stdout.count("skipped (week 2026-11-0") == 2 and "already calibrated" in plain.stdout
+    triggered = [r["run_id"] for r in ArtifactStore(store_url).list_runs() if r["flow"] == "recalibrate"]
+    assert len(triggered) == 2  # the skipped runs wrote nothing
+
+    # --start-chain: a new chain over the same weeks, each recomputed in turn, the second continuing the first
+    calibrated = subprocess.run(
+        [*recal, "--start-chain"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert calibrated.returncode == 0, (
         calibrated.stdout[-3000:] + calibrated.stderr[-3000:] + log.read_text()[-3000:]
     )
     assert "2026-11-02: completed" in calibrated.stdout and "2026-11-09: completed" in calibrated.stdout
-    recal = [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "recalibrate"]
-    assert [r["as_of"] for r in recal] == ["2026-11-02", "2026-11-09"]
-    assert recal[0]["previous_run"] is None and recal[1]["previous_run"] == recal[0]["run_id"]
-    rerun = subprocess.run(chain, cwd=tmp_path, env=env, capture_output=True, text=True)
+    chain = [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "recalibrate"]
+    chain = sorted((r for r in chain if r["run_id"] not in triggered), key=lambda r: r["as_of"])
+    assert [r["as_of"] for r in chain] == ["2026-11-02", "2026-11-09"]
+    assert chain[0]["previous_run"] is None and chain[1]["previous_run"] == chain[0]["run_id"]
+    rerun = subprocess.run(recal, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "2026-11-02: skipped" in rerun.stdout and "2026-11-09: skipped" in rerun.stdout
-    assert len(ArtifactStore(store_url).list_runs()) == 4  # nothing new
+    assert len(ArtifactStore(store_url).list_runs()) == 6  # 2 evaluations, 2 + 2 calibrations: nothing new
 
 
 def evaluations(store_url: str) -> list[dict]:

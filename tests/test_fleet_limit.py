@@ -80,8 +80,9 @@ def test_two_runs_on_dask_share_one_rate_limit(prefect_server, server_factory, t
         f"{len(ok)} answered, {len(refused)} refused (429); both runs calling for {end - start:.1f} s: "
         f"{rate:.0f} requests/min together; first to last call: {overall:.0f}/min"
     )
-    assert 0.9 * RPM <= rate <= 1.1 * RPM  # one budget, used: not two, nor a trickle
-    assert overall >= 0.9 * RPM
+    # one budget, used: not two, nor a trickle. (From first to last call the rate also counts the seconds where
+    # neither run was judging — one run's other stages — so it is shown, not held to the limit.)
+    assert 0.9 * RPM <= rate <= 1.1 * RPM
 
     prefect = str(Path(sys.executable).parent / "prefect")
     listed = subprocess.run(

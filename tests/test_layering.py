@@ -50,8 +50,9 @@ ALLOWED["stages"] = {"package", "schemas", "data_contracts", "config", *TASKS}
 ALLOWED["flows"] = {*ALLOWED["stages"], "stages", "flows"}
 ALLOWED["api"] = {*ALLOWED["flows"], "flows", "api", "deploy"}
 ALLOWED["cli"] = {"package", "api"}
-# where Prefect may be imported: orchestration, and two Prefect features a judge backend uses (Secret
-# blocks for keys, the run logger); never the schemas, contracts, config or the estimators
+# where Prefect may be imported: orchestration, and the Prefect features a judge backend uses (Secret blocks
+# for keys, the run logger, global concurrency limits for a fleet's budget); never the schemas, contracts, config
+# or the estimators
 PREFECT_OK = {"log", "runner", "stages", "flows", "api", "report.publish", "judges.backends"}
 FORBIDDEN = [  # the arrows the redesign removed, named so a failure says which one came back
     ("aggregate", "judges"),
@@ -74,6 +75,8 @@ def part_of(module: str) -> str:
         return {
             "stages": "stages",
             "people_stages": "stages",
+            "sharding": "stages",
+            "task_options": "stages",
             "runner": "runner",
             "fingerprint": "runner",
         }.get(parts[2], parts[2])

@@ -202,24 +202,30 @@ def sweep(store_url: str | None = None, run_id: str | None = None) -> list[str]:
 
 
 def listing(store_url: str | None = None, run_id: str | None = None, every: bool = False) -> list[tuple]:
-    """What `judgeops store ls` shows, as (title, columns, rows) tables: the runs, or a run's artifacts (each
-    run's with `every`)."""
+    """What `judgeops store ls` shows, as (title, columns, rows) tables: the runs, one table per kind (evaluate,
+    recalibrate, ...), or a run's artifacts (each run's with `every`)."""
     if run_id is not None:
         check_run_id(run_id)
     store = open_store(store_url)
     runs = store.list_runs()
     if run_id is None and not every:
-        rows = [
-            [
-                r["run_id"],
-                r.get("as_of", ""),
-                r.get("status", ""),
-                r.get("started_at", ""),
-                r.get("error", ""),
-            ]
-            for r in runs
-        ]
-        return [(f"runs in {store.url}", ["run_id", "as_of", "status", "started", "error"], rows)]
+        kinds = dict.fromkeys(
+            r.get("flow", "other") for r in runs
+        )  # evaluate, recalibrate, ...: a table each
+        columns = ["run_id", "as_of", "status", "started", "error"]
+        fields = ("as_of", "status", "started_at", "error")
+        return [
+            (
+                f"{kind} runs in {store.url}",
+                columns,
+                [
+                    [r["run_id"], *(r.get(f, "") for f in fields)]
+                    for r in runs
+                    if r.get("flow", "other") == kind
+                ],
+            )
+            for kind in kinds
+        ] or [(f"runs in {store.url}", columns, [])]
     tables = []
     for r in runs if every else [store.run_record(run_id)]:
         rows = [
