@@ -108,12 +108,9 @@ def backfill(
             outcome[key] = "skipped"
             continue
         log.info("backfill: week %s → %s", key, deployment)
-        chain = {}
-        if start_chain:  # the first week run starts the chain, every later one continues it
-            chain = {
-                "force": True,
-                **({} if any(v == "completed" for v in outcome.values()) else {"from_scratch": True}),
-            }
+        # with start_chain, the first week run starts the chain and every later one continues it
+        first = not any(v == "completed" for v in outcome.values())
+        chain = {"force": True, "from_scratch": first} if start_chain else {}
         run = run_deployment(
             deployment,
             parameters={**(parameters or {}), date_parameter(deployment): key, **chain},

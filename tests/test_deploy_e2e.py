@@ -556,13 +556,17 @@ def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_
     config = small_config(store_url, n_items=24)
     config.limits = {"team-gpt": LimitConfig(rpm=120, concurrency=4)}  # the fleet's budget, shared by name
     config_file.write_text(dump_config(config))
-    done = subprocess.run(
-        [str(BIN / "judgeops"), "--config", str(config_file), "deploy"],
-        cwd=user,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+
+    def deploy_with(path: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(BIN / "judgeops"), "--config", str(path), "deploy"],
+            cwd=user,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+
+    done = deploy_with(config_file)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     with temporary_settings({PREFECT_API_URL: api}):
         with get_client(sync_client=True) as client:
@@ -570,10 +574,8 @@ def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_
                 deployment = client.read_deployment_by_name(name)
                 assert deployment.parameters == {"config_file": str(config_file)}, name
             rpm = client.read_global_concurrency_limit_by_name("team-gpt-rpm")
-            assert (rpm.limit, rpm.slot_decay_per_second) == (
-                200,
-                200.0,
-            )  # hundredths of a request: 2 a second
+            # hundredths of a request: 2 a second
+            assert (rpm.limit, rpm.slot_decay_per_second) == (200, 200.0)
             assert client.read_global_concurrency_limit_by_name("team-gpt-concurrency").limit == 4
         assert "global concurrency limit team-gpt-rpm: created" in done.stdout
         run = run_deployment("evaluate/evaluate-weekly", parameters={"as_of": "2026-10-26"}, timeout=400)
@@ -582,11 +584,5 @@ def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_
     assert record["status"] == "completed" and record["config"]["sources"][0]["n_items"] == 24
     bad = tmp_path / "broken.yaml"
     bad.write_text("judges: 7\n")
-    refused = subprocess.run(
-        [str(BIN / "judgeops"), "--config", str(bad), "deploy"],
-        cwd=user,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    refused = deploy_with(bad)
     assert refused.returncode != 0 and "broken.yaml" in refused.stdout + refused.stderr

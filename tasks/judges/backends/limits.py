@@ -72,12 +72,14 @@ def fleet_enabled() -> bool:
 
 
 SLOTS_PER_REQUEST = 100  # the rpm limit counts hundredths of a request (see FleetBucket)
+SLOTS_PER_UNIT = {"rpm": SLOTS_PER_REQUEST, "tpm": 1}  # a rate limit's slots per request, per token
 
 
 def gcl_specs(limit: LimitConfig, name: str) -> dict[str, tuple[int, float]]:
     """The global concurrency limits of one budget: {gcl name: (slots, decay per second)}."""
     out = {}
-    for suffix, per_minute, scale in (("rpm", limit.rpm, SLOTS_PER_REQUEST), ("tpm", limit.tpm, 1)):
+    for suffix, per_minute in (("rpm", limit.rpm), ("tpm", limit.tpm)):
+        scale = SLOTS_PER_UNIT[suffix]
         if per_minute:
             out[f"{name}-{suffix}"] = (scale * max(1, math.ceil(per_minute / 60)), scale * per_minute / 60)
     if limit.concurrency:
@@ -222,8 +224,10 @@ class Limiter:
             self.tokens = TokenBucket(limit.tpm if limit else None, burst_s=1.0)
 
     def _fleet_bucket(self, specs: dict[str, tuple[int, float]], suffix: str) -> FleetBucket | TokenBucket:
-        gcl, scale = f"{self.name}-{suffix}", SLOTS_PER_REQUEST if suffix == "rpm" else 1
-        return FleetBucket(gcl, *specs[gcl], scale=scale) if gcl in specs else TokenBucket(None)
+        gcl = f"{self.name}-{suffix}"
+        return (
+            FleetBucket(gcl, *specs[gcl], scale=SLOTS_PER_UNIT[suffix]) if gcl in specs else TokenBucket(None)
+        )
 
     async def aclose(self) -> None:
         """Stop asking for slots this backend will not spend."""
