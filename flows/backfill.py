@@ -1,6 +1,12 @@
 """Backfill: one run per week, in order, through a deployment (open-source Prefect has no backfill): the weekly
 evaluation, or the weekly recalibration (`--deployment recalibrate/recalibrate-weekly`).
 
+A backfill of evaluations waits, after each week's evaluation, for the recalibration that evaluation triggers
+(the recalibrate deployment's event trigger) before the next week starts: the next week's aggregation reads the
+latest calibration, so which calibration it reads must not depend on timing (before, of three backfilled weeks,
+week 2 aggregated with none and week 3 with week 1's). Each week's outcome is published on the backfill's
+flow run as a table.
+
 Weeks that already have a completed run of the deployment (same `as_of`) are skipped, so a
 backfill can be rerun after a failure and only does what is missing (except with `start_chain`: a new
 calibration chain recomputes every week). It stops at the first week
@@ -12,8 +18,10 @@ of the error.
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 from prefect import flow
+from prefect.artifacts import create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     DeploymentFilter,
@@ -23,12 +31,18 @@ from prefect.client.schemas.filters import (
     FlowRunFilterStateType,
 )
 from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, Cancelling
 
 from judgeops.tasks.log import logger
 
 DEFAULT_DEPLOYMENT = "evaluate/evaluate-weekly"
+RECALIBRATE = (
+    "recalibrate/recalibrate-weekly"  # triggered by every completed evaluation (deploy/prefect.yaml)
+)
+TRIGGER_APPEARS_S = 120.0  # how long a backfill waits for an evaluation's trigger to create its recalibration
 NO_WORKER_HINT = "no worker picked it up: start one with `judgeops server` (or `prefect worker start --pool judgeops-process`)"
 
 
@@ -57,6 +71,39 @@ def weekly_dates(start: dt.date, end: dt.date) -> list[dt.date]:
     if end < start:
         raise ValueError(f"backfill: --end {end} is before --start {start}")
     return [start + dt.timedelta(weeks=k) for k in range((end - start).days // 7 + 1)]
+
+
+def triggered_recalibration(
+    evaluation: FlowRun, week: str, timeout_s: float, appear_s: float
+) -> FlowRun | None:
+    """The recalibration that `evaluation` (the evaluate run of `week`) triggered, once final or at `timeout_s`:
+    the latest run of the recalibrate deployment whose `evaluate_run` is a store run of that week, created after
+    the evaluation was. None where there is no such deployment, or its trigger made no run within `appear_s`
+    (a trigger turned off)."""
+    deadline, appear_by = time.monotonic() + timeout_s, time.monotonic() + appear_s
+    with get_client(sync_client=True) as client:
+        try:
+            dep = client.read_deployment_by_name(RECALIBRATE)
+        except ObjectNotFound:
+            return None
+        while True:
+            runs = client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id]))
+            )
+            mine = sorted(
+                (
+                    r
+                    for r in runs
+                    if str(r.parameters.get("evaluate_run", "")).startswith(f"{week}_")
+                    and r.created >= evaluation.created
+                ),
+                key=lambda r: r.created,
+            )
+            if mine and ((mine[-1].state and mine[-1].state.is_final()) or time.monotonic() > deadline):
+                return mine[-1]
+            if not mine and time.monotonic() > appear_by:
+                return None
+            time.sleep(2)
 
 
 def date_parameter(deployment: str) -> str:
@@ -94,39 +141,94 @@ def backfill(
         (`from_scratch`) and later weeks continue it, each recomputed (`force`) even where the trigger had
         calibrated it already: they follow the new chain.
 
-    Returns each week's outcome: "completed", "skipped" (a run of this backfill found the week done: an
-    evaluation already completed, or a calibration already made, its run Completed as "Skipped"), or, where
-    the deployment's run did nothing, what it said.
+    Returns each week's outcome: "completed" (for an evaluation, with the recalibration it triggered, waited
+    for before the next week), "skipped" (a run of this backfill found the week done: an evaluation already
+    completed, or a calibration already made, its run Completed as "Skipped"), or, where the deployment's run
+    did nothing, what it said.
     """
-    log = logger()
     done = set() if start_chain else completed_weeks(deployment)  # a new chain recomputes every week
     outcome: dict[str, str] = {}
-    for week in weekly_dates(start, end):
-        key = week.isoformat()
-        if key in done:
-            log.info("backfill: week %s already completed, skipped", key)
-            outcome[key] = "skipped"
-            continue
-        log.info("backfill: week %s → %s", key, deployment)
-        # with start_chain, the first week run starts the chain and every later one continues it
-        first = not any(v == "completed" for v in outcome.values())
-        chain = {"force": True, "from_scratch": first} if start_chain else {}
-        run = run_deployment(
-            deployment,
-            parameters={**(parameters or {}), date_parameter(deployment): key, **chain},
-            timeout=timeout_s,
-            flow_run_name=f"{deployment.split('/')[0]}-{key}",
-        )
-        state = run.state
-        if state is None or not state.is_completed():
-            if state is not None and state.is_final():
-                why = f"ended {state.name}" + (f": {state.message}" if state.message else "")
-            else:
-                why = stop_unfinished(run, timeout_s)
-            raise BackfillError(f"week {key}: flow run {run.name} {why}. Later weeks were not run")
-        if state.name == "Skipped":  # the run found its week done (recalibrate): say so, not "completed"
-            log.info("backfill: week %s skipped by its run: %s", key, state.message)
-            outcome[key] = f"skipped ({state.message})" if state.message else "skipped"
-        else:
-            outcome[key] = "completed"
+    try:
+        for week in weekly_dates(start, end):
+            key = week.isoformat()
+            outcome[key] = "not completed: the backfill stopped here"  # until the week's run says otherwise
+            outcome[key] = _one_week(
+                deployment, key, key in done, outcome, timeout_s, parameters, start_chain
+            )
+    finally:
+        publish_outcome(outcome, deployment)
     return outcome
+
+
+def _one_week(
+    deployment: str,
+    key: str,
+    done: bool,
+    outcome: dict[str, str],
+    timeout_s: float,
+    parameters: dict | None,
+    start_chain: bool,
+) -> str:
+    """Run (or skip) one week; its outcome. A run that does not complete raises BackfillError."""
+    log = logger()
+    if done:
+        log.info("backfill: week %s already completed, skipped", key)
+        return "skipped"
+    log.info("backfill: week %s → %s", key, deployment)
+    # with start_chain, the first week run starts the chain and every later one continues it
+    first = not any(v.startswith("completed") for v in outcome.values())
+    chain = {"force": True, "from_scratch": first} if start_chain else {}
+    run = run_deployment(
+        deployment,
+        parameters={**(parameters or {}), date_parameter(deployment): key, **chain},
+        timeout=timeout_s,
+        flow_run_name=f"{deployment.split('/')[0]}-{key}",
+    )
+    state = run.state
+    if state is None or not state.is_completed():
+        if state is not None and state.is_final():
+            why = f"ended {state.name}" + (f": {state.message}" if state.message else "")
+        else:
+            why = stop_unfinished(run, timeout_s)
+        raise BackfillError(f"week {key}: flow run {run.name} {why}. Later weeks were not run")
+    if state.name == "Skipped":  # the run found its week done (recalibrate): say so, not "completed"
+        log.info("backfill: week %s skipped by its run: %s", key, state.message)
+        return f"skipped ({state.message})" if state.message else "skipped"
+    if date_parameter(deployment) != "as_of":
+        return "completed"
+    # an evaluation: the next week aggregates with the latest calibration, so this week's comes first
+    recalibration = triggered_recalibration(run, key, timeout_s, appear_s=TRIGGER_APPEARS_S)
+    if recalibration is None:
+        log.warning(
+            "backfill: week %s: no recalibration was triggered within %g s (is the %s deployment or its "
+            "trigger off?): the next week does not wait for one",
+            key,
+            TRIGGER_APPEARS_S,
+            RECALIBRATE,
+        )
+        return "completed (no recalibration triggered)"
+    state = recalibration.state
+    if state is None or not state.is_completed():
+        why = (
+            f"ended {state.name}"
+            if state is not None and state.is_final()
+            else f"was not done in {timeout_s:g} s"
+        )
+        raise BackfillError(
+            f"week {key}: its recalibration, flow run {recalibration.name}, {why}"
+            + (f": {state.message}" if state is not None and state.message else "")
+            + ". Later weeks were not run: each aggregates with the calibration of the weeks before it"
+        )
+    log.info("backfill: week %s recalibrated by %s", key, recalibration.name)
+    return "completed, then recalibrated"
+
+
+def publish_outcome(outcome: dict[str, str], deployment: str) -> None:
+    """Each week's outcome as a table on the backfill's flow run (they were only in its log)."""
+    if FlowRunContext.get() is None:
+        return
+    create_table_artifact(
+        table=[{"week": week, "outcome": what} for week, what in outcome.items()],
+        key="backfill",
+        description=f"each week's run of {deployment}",
+    )

@@ -10,9 +10,10 @@ import sys
 
 from prefect.artifacts import create_markdown_artifact
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import StateType
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.exceptions import ObjectNotFound
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 from prefect.settings import PREFECT_API_URL
 from prefect.states import Crashed
 
@@ -96,6 +97,24 @@ class PrefectObserver(RunObserver):
         except Exception as exc:  # noqa: BLE001 - best effort: the next sweep asks again
             log.warning("could not read the suspended runs' flow runs: %s", exc)
         return ended
+
+    def cancelled(self) -> str | None:
+        """Where this flow run's state is Cancelling or Cancelled (the UI's Cancel, `prefect flow-run cancel`, an
+        automation; the worker then stops the process with SIGTERM): "cancelled through Prefect" with the
+        state's message where it has one. Asked only after a signal stopped the run, and only of a deployment's
+        run (a worker's: `judgeops run` handles its own signals, api/interrupts.py); best effort."""
+        if not flow_run.id or not deployment.id:
+            return None
+        try:
+            with get_client(sync_client=True) as client:
+                state = client.read_flow_run(flow_run.id).state
+        except Exception as exc:  # noqa: BLE001 - the run is recorded cancelled by its signal either way
+            log.warning("could not read why the flow run stopped: %s", exc)
+            return None
+        if state is None or state.type not in (StateType.CANCELLING, StateType.CANCELLED):
+            return None
+        said = f": {state.message}" if state.message else ""
+        return f"cancelled through Prefect (flow run {state.name}{said})"
 
 
 def temporary_prefect_server() -> dict | None:

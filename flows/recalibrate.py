@@ -28,6 +28,7 @@ from judgeops.schemas.store import ArtifactStore, new_run_id
 from judgeops.tasks.drift.calibrate import carry_forward, drift_events, recalibrate_week, week_units
 from judgeops.tasks.drift.chain import Calibrated, ChainIndex, week_start
 from judgeops.tasks.log import logger
+from judgeops.tasks.report.publish import publish_calibration
 
 
 class RecalibrationError(RuntimeError):
@@ -127,20 +128,22 @@ def calibrate_one(
                 "drifted": events,
             }
         )
-    log = logger()
     if carried_from:
-        log.warning(
-            "recalibrate: week %s has no completed evaluation: carried %s forward", week, carried_from
-        )
+        summary = f"week {week} has no completed evaluation: carried {carried_from} forward"
+        logger().warning("recalibrate: %s", summary)
     else:
-        log.info(
-            "recalibrate: week %s from evaluate run %s%s: %d judges, %d drift flags",
-            week,
-            evaluation,
-            "" if previous else " (new chain)",
-            units.votes.shape[1],
-            len(events),
+        summary = (
+            f"week {week} from evaluate run {evaluation}{'' if previous else ' (new chain)'}: "
+            f"{units.votes.shape[1]} judges, {len(events)} drift flags"
         )
+        logger().info("recalibrate: %s", summary)
+    drifted = sorted({e["judge"] for e in events})
+    publish_calibration(
+        table,
+        f"**{summary}**"
+        + (f"\n\nDrifted: {', '.join(f'`{j}`' for j in drifted)}." if drifted else "")
+        + f"\n\nStore run `{store.run_id}`.",
+    )
     status = "carried" if carried_from else "calibrated"
     return RecalibrateResult(
         week=week, run_id=store.run_id, status=status, drifted=events, carried_from=carried_from

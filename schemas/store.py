@@ -160,6 +160,11 @@ class RunObserver:
         run id → the state it ended in. Unknown without an orchestrator: none."""
         return {}
 
+    def cancelled(self) -> str | None:
+        """Where the orchestrator is cancelling this run (the signal that stopped it was its doing): who or
+        what, in a line. Unknown without an orchestrator: None."""
+        return None
+
 
 class ArtifactStore:
     """Reads and writes the artifacts of one run, with schema, hash and contract checks."""
@@ -573,6 +578,13 @@ class ArtifactStore:
             raise
         except BaseException as exc:
             ended = _cancelled(exc)  # a signal stopped it: not a failure
+            if ended is not None:  # ... sent by the orchestrator cancelling the run? Then say so
+                why = None
+                try:
+                    why = self.observer.cancelled()
+                except Exception as again:  # noqa: BLE001 - the signal's record stands
+                    log.warning("run %s: could not ask why it was cancelled: %s", self.run_id, again)
+                ended = {"status": "cancelled", "error": why} if why else ended
             try:
                 self.write_run_record(
                     {**record, **(ended or {"status": "failed", "error": f"{type(exc).__name__}: {exc}"})}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import socket
 import time
 from pathlib import Path
 
@@ -482,6 +483,7 @@ def report_stage(
     publish(
         {n: store.read_pandas(artifacts[n]) for n in REPORT_INPUTS if n in artifacts},
         store.browser_url(ref.path),
+        on_disk_of=socket.gethostname() if store.is_local() else None,
     )
     logger().info("report: %s", store.display_path(ref.path))
     return ref

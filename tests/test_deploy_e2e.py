@@ -100,6 +100,9 @@ def test_deploy_trigger_through_the_api_and_wait(server_and_worker, tmp_path):
 
         with get_client(sync_client=True) as client:
             deployment = client.read_deployment_by_name("evaluate/evaluate-weekly")
+            # the recalibration trigger's automation says in the UI what it does
+            (automation,) = client.read_automations_by_name("judgeops: recalibrate after each evaluation")
+        assert "judgeops.evaluate.completed" in automation.description
         assert deployment.schedules and deployment.schedules[0].schedule.cron == "0 6 * * 1"
         assert deployment.schedules[0].schedule.timezone == "Europe/London"
         run = run_deployment(
@@ -171,6 +174,12 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     runs = evaluations(store_url)
     assert [r["as_of"] for r in runs] == ["2026-11-02", "2026-11-09"]  # in order
     assert all(r["status"] == "completed" for r in runs)
+    # ... each evaluation followed by the recalibration it triggered: week 2 aggregated with week 1's calibration
+    assert first.stdout.count("completed, then recalibrated") == 2, first.stdout
+    calibrations = {
+        r["evaluate_run"]: r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "recalibrate"
+    }
+    assert calibrations[runs[0]["run_id"]]["updated_at"] < runs[1]["started_at"]
 
     again = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -182,9 +191,19 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings({PREFECT_API_URL: api}):
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
         for record in runs:
             done = triggered_run("recalibrate/recalibrate-weekly", "evaluate_run", record["run_id"])
             assert done.state.is_completed()
+            # its result on the flow run, not only in its log: the rates with drift flags, and what it did
+            assert {"calibration", "recalibration"} <= {a.key for a in artifacts_of(done.id)}
+        with get_client(sync_client=True) as client:
+            named = FlowRunFilter(name=FlowRunFilterName(any_=["backfill-2026-11-02-to-2026-11-12"]))
+            shown = [a for r in client.read_flow_runs(flow_run_filter=named) for a in artifacts_of(r.id)]
+        # every backfill's weeks as a table on its flow run: the first one's, with the recalibrations it waited for
+        assert any(a.key == "backfill" and "then recalibrated" in str(a.data) for a in shown), shown
     recal = [*cmd, "--deployment", "recalibrate/recalibrate-weekly"]
     plain = subprocess.run(recal, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
@@ -207,6 +226,17 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     rerun = subprocess.run(recal, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "2026-11-02: skipped" in rerun.stdout and "2026-11-09: skipped" in rerun.stdout
     assert len(ArtifactStore(store_url).list_runs()) == 6  # 2 evaluations, 2 + 2 calibrations: nothing new
+
+
+def artifacts_of(flow_run_id) -> list:
+    """The artifacts of one flow run, asked of the server by flow run (PREFECT_API_URL set by the caller)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
 
 
 def evaluations(store_url: str) -> list[dict]:
@@ -339,6 +369,42 @@ def test_sigterm_stops_the_server_and_worker_it_started(tmp_path):
         for child in children:  # what a failing run of this test would otherwise leave behind
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
+
+
+def test_a_run_cancelled_through_prefect_is_recorded_cancelled(server_and_worker, server_factory, tmp_path):
+    """`prefect flow-run cancel` (what the UI's Cancel does) on a deployment's run while its judge is calling: the
+    worker stops the flow-run process, the flow run ends Cancelled and the store records the run as cancelled,
+    saying it was cancelled through Prefect — before, "failed" with "TerminationSignal: "."""
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    env, api, log, user = server_and_worker
+    stub = server_factory("--delay", "0.5")
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    config.judges.append(http_judge(stub.url, max_concurrency=1))
+    with temporary_settings({PREFECT_API_URL: api}):
+        run = run_deployment(
+            "evaluate/evaluate-weekly",
+            parameters={"as_of": "2026-11-23", "config": config.model_dump(mode="json")},
+            timeout=0,
+        )
+        deadline = time.time() + 300
+        while time.time() < deadline and not stub.entries():  # the judge stage is calling
+            time.sleep(0.5)
+        assert stub.entries(), log.read_text()[-4000:]
+        cancel = subprocess.run(
+            [str(BIN / "prefect"), "flow-run", "cancel", str(run.id)], env=env, capture_output=True, text=True
+        )
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        with get_client(sync_client=True) as client:
+            while time.time() < deadline and not client.read_flow_run(run.id).state.is_final():
+                time.sleep(0.5)
+            state = client.read_flow_run(run.id).state
+    assert state.is_cancelled(), (state, log.read_text()[-4000:])
+    (record,) = evaluations(config.store.url)
+    assert record["status"] == "cancelled", (record.get("error"), log.read_text()[-4000:])
+    assert "cancelled through Prefect" in record["error"], record["error"]
 
 
 def test_a_team_setup_prefect_and_the_call_cache_on_postgresql(postgres, server_factory, tmp_path):

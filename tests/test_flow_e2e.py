@@ -2,6 +2,7 @@
 
 import datetime as dt
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,14 @@ def test_the_run_and_its_artifacts_are_on_the_prefect_server(first_run):
             flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[f"evaluate-{AS_OF}"]))
         )
         assert runs and runs[0].state.is_completed()
-        keys = {a.key for a in artifacts_of(client, runs[0].id)}
+        shown = {a.key: a for a in artifacts_of(client, runs[0].id)}
+        keys = set(shown)
+    # a local store's report is on this machine's disk: the UI says so (a file:// link opens nothing elsewhere)
+    assert (
+        shown["report"].type == "markdown"
+        and f"the disk of **{socket.gethostname()}**" in shown["report"].data
+    )
+    assert "report.html`" in shown["report"].data
     assert {
         "leaderboard",
         "judge-profiles",

@@ -16,9 +16,10 @@ def _round(x: float) -> float | None:
     return None if x is None or np.isnan(x) else round(float(x), 3)
 
 
-def publish(tables: dict[str, pd.DataFrame], report_link: str) -> None:
+def publish(tables: dict[str, pd.DataFrame], report_link: str, on_disk_of: str | None = None) -> None:
     """The leaderboard, the accuracy and CAP tables and the pointwise bias on the Prefect flow run, with a
-    link to the report."""
+    link to the report: a presigned URL for an object store; for a local store (`on_disk_of`: the host whose
+    disk holds it) a note saying where the file is, since a file:// link opens nothing on another machine."""
     if FlowRunContext.get() is None and TaskRunContext.get() is None:
         return
     profiles = tables["profiles"]
@@ -108,6 +109,52 @@ def publish(tables: dict[str, pd.DataFrame], report_link: str) -> None:
             key="aggregation",
             description="auto's choice and each method's label-free check",
         )
-    create_link_artifact(  # report_link: file://, or a presigned HTTPS URL for an object store
-        link=report_link, link_text="judgeops report", key="report", description="the HTML report of this run"
+    if on_disk_of is None:  # an object store: a presigned HTTPS URL (or the store's own URL)
+        create_link_artifact(
+            link=report_link,
+            link_text="judgeops report",
+            key="report",
+            description="the HTML report of this run",
+        )
+        return
+    path = report_link.removeprefix("file://")
+    create_markdown_artifact(
+        markdown=(
+            f"The report is a file on the disk of **{on_disk_of}**, the machine that ran this flow (a local "
+            f"store): `{path}`.\n\nOn that machine: [open it]({report_link}) in a browser. From another "
+            "machine it cannot be opened here: give the runs a shared store (`store.url: s3://…`) and "
+            "this becomes a link that opens anywhere."
+        ),
+        key="report",
+        description=f"the HTML report of this run: on {on_disk_of}'s disk",
     )
+
+
+def publish_calibration(table: pd.DataFrame, summary: str) -> None:
+    """A recalibration's result on its flow run (the rates and drift flags were only in the log): every judge's
+    error rates with their standard deviations and drift flags as a table, and `summary`, one line of what the
+    run did, as markdown."""
+    if FlowRunContext.get() is None and TaskRunContext.get() is None:
+        return
+    rows = [
+        {
+            "judge": r.judge_id,
+            "stratum": r.stratum,
+            "estimator": r.estimator,
+            "fpr": _round(r.fpr),
+            "fpr_sd": _round(r.fpr_sd),
+            "fnr": _round(r.fnr),
+            "fnr_sd": _round(r.fnr_sd),
+            "n": int(r.n),
+            "agreement": _round(r.agreement),
+            "drift": "; ".join(
+                f"{c['metric']} {c['before']:.3f} → {c['after']:.3f}" for c in r.drift_changes
+            ),
+        }
+        for r in table.itertuples()
+    ]
+    week = table["week"].iloc[0] if len(table) else ""
+    create_table_artifact(
+        table=rows, key="calibration", description=f"each judge's error rates for the week of {week}"
+    )
+    create_markdown_artifact(markdown=summary, key="recalibration", description="what this recalibration did")
