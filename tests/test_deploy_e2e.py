@@ -338,37 +338,71 @@ def test_relative_paths_of_a_deployment_resolve_in_the_users_folder(server_and_w
     assert not (ROOT / "relative").exists()
 
 
-def test_sigterm_stops_the_server_and_worker_it_started(tmp_path):
-    """A service manager stops `judgeops server` with SIGTERM: the Prefect server and worker go with it."""
+def test_sigterm_stops_the_server_the_worker_and_the_run_in_progress(tmp_path, server_factory):
+    """A service manager stops `judgeops server` with SIGTERM while a deployment's run is judging: it says which
+    signal it got, the run's process is stopped and records its run cancelled, the worker and the Prefect server
+    go, no process is left behind, and on the next start the flow run shows Crashed, not Running (before: the
+    worker was SIGKILLed, its flow run orphaned for minutes and "Running" in the UI). A second server on a taken
+    port is refused at once (before: it found the first one's API answering and attached a second worker)."""
     import psutil
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
     env = {
         **os.environ,
         "PREFECT_HOME": str(tmp_path / "home"),
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_API_URL": api,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PREFECT_WORKER_QUERY_SECONDS": "2",
     }
     log = tmp_path / "server.log"
     server = start_server(BIN / "judgeops", port, tmp_path, env, log)
     children: list = []
     try:
-        assert wait_for_api(env["PREFECT_API_URL"], server), log.read_text()[-3000:]
-        deadline = time.time() + 60  # the worker starts once the API answers
-        while time.time() < deadline and not any(
-            "worker" in " ".join(c.cmdline()) for c in psutil.Process(server.pid).children(recursive=True)
-        ):
-            time.sleep(1)
+        assert wait_for_api(api, server), log.read_text()[-3000:]
+        second = subprocess.run(
+            [str(BIN / "judgeops"), "server", "--port", str(port)], env=env, capture_output=True, text=True
+        )
+        assert second.returncode == 1 and f"port {port} is taken" in second.stdout + second.stderr, second
+        deploy = subprocess.run([str(BIN / "judgeops"), "deploy"], cwd=tmp_path, env=env, capture_output=True)
+        assert deploy.returncode == 0, deploy.stderr[-3000:]
+        stub = server_factory("--delay", "0.5")
+        config = small_config(str(tmp_path / "store"), n_items=24)
+        config.judges.append(http_judge(stub.url, max_concurrency=1))
+        with temporary_settings({PREFECT_API_URL: api}):
+            run = run_deployment(
+                "evaluate/evaluate-weekly",
+                parameters={"as_of": "2026-11-30", "config": config.model_dump(mode="json")},
+                timeout=0,
+            )
+        deadline = time.time() + 300
+        while time.time() < deadline and not stub.entries():  # the run's judge stage is calling
+            time.sleep(0.5)
+        assert stub.entries(), log.read_text()[-4000:]
         children = psutil.Process(server.pid).children(recursive=True)
-        assert any("worker" in " ".join(c.cmdline()) for c in children), [c.cmdline() for c in children]
         server.send_signal(signal.SIGTERM)  # to judgeops only, not its process group
-        assert server.wait(60) == 0, log.read_text()[-3000:]
+        assert server.wait(120) == 0, log.read_text()[-3000:]
+        assert "judgeops server: SIGTERM received" in log.read_text()
         _, alive = psutil.wait_procs(children, timeout=30)
-        assert not alive, [p.cmdline() for p in alive]
+        assert not alive, [p.cmdline() for p in alive]  # the flow run's process included
+        (record,) = evaluations(config.store.url)
+        assert record["status"] == "cancelled", record
     finally:
         _stop(server)
         for child in children:  # what a failing run of this test would otherwise leave behind
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
+    again = start_server(BIN / "judgeops", port, tmp_path, env, tmp_path / "again.log")
+    try:
+        assert wait_for_api(api, again), (tmp_path / "again.log").read_text()[-3000:]
+        with temporary_settings({PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+            state = client.read_flow_run(run.id).state
+        assert state.is_crashed(), state
+    finally:
+        _stop(again)
 
 
 def test_a_run_cancelled_through_prefect_is_recorded_cancelled(server_and_worker, server_factory, tmp_path):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import psutil
 from prefect.settings import PREFECT_API_URL
 
 import judgeops.deploy
@@ -174,13 +177,39 @@ def wait_for_api(api: str, process: subprocess.Popen, timeout_s: float = 180) ->
     return False
 
 
+class _Signalled(KeyboardInterrupt):
+    """SIGTERM (a service manager, `kill`) stops like Ctrl-C, and says which signal it was."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 def _interrupted(signum, frame) -> None:
-    raise KeyboardInterrupt  # SIGTERM (a service manager, `kill`) stops like Ctrl-C: children stopped first
+    raise _Signalled(signum)
+
+
+def _port_taken(port: int) -> bool:
+    """Whether something listens on the port (with SO_REUSEADDR, as the Prefect server binds: connections of a
+    server just stopped, in TIME_WAIT, do not count)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
     """A local Prefect server (UI + API) and a process worker, until Ctrl-C or SIGTERM (0) or either dies (1);
-    on the way out both are stopped, never left running."""
+    on the way out the flow runs in progress are stopped and marked, then the worker and the server: nothing is
+    left running, and no run is left "Running" in the UI (`_stop_worker`)."""
+    if _port_taken(port):  # a second server would find the first one's API answering, and attach to it
+        raise OperationError(
+            f"port {port} is taken (another judgeops server? its UI is http://127.0.0.1:{port}); "
+            "stop it or use --port"
+        )
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, "PREFECT_API_URL": api}
     previous = signal.signal(signal.SIGTERM, _interrupted)
@@ -201,12 +230,40 @@ def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
         while server.poll() is None and worker.poll() is None:
             time.sleep(1)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        name = signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
+        ready(f"judgeops server: {name} received: stopping the runs in progress, the worker, then the server")
         return 0
     finally:
-        for proc in (worker, server):
-            _stop(proc)
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stopping short
+        try:
+            _stop_worker(worker)
+            _stop(server)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_worker(worker: subprocess.Popen | None, grace_s: float = 30) -> None:
+    """The worker's flow runs first, then the worker. `prefect worker start` keeps its flow runs going on the
+    first interrupt and SIGKILLs its worker process on the second, which orphaned them: each kept running for
+    minutes and stayed "Running" in the UI. So every flow-run process under the worker gets SIGTERM, as a
+    cancellation sends it (the flow records its run stopped, and Prefect marks the flow run Crashed), `grace_s` to
+    finish that, SIGKILL after; then the worker, with nothing left to wait for, stops on one SIGINT."""
+    if worker is None or worker.poll() is not None:
+        return
+    try:  # the worker runs in the `prefect worker start` process itself: its children are flow runs
+        runs = psutil.Process(worker.pid).children()
+        tree = psutil.Process(worker.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        runs, tree = [], []
+    for run in runs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            run.terminate()
+    _, alive = psutil.wait_procs(runs, timeout=grace_s)
+    _stop(worker)
+    for rest in [*alive, *tree]:  # what did not stop in time, and what a flow run left behind
+        with contextlib.suppress(psutil.NoSuchProcess):
+            rest.kill()
 
 
 def _stop(proc: subprocess.Popen | None) -> None:
