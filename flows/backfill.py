@@ -39,9 +39,8 @@ from prefect.states import Cancelled, Cancelling
 from judgeops.tasks.log import logger
 
 DEFAULT_DEPLOYMENT = "evaluate/evaluate-weekly"
-RECALIBRATE = (
-    "recalibrate/recalibrate-weekly"  # triggered by every completed evaluation (deploy/prefect.yaml)
-)
+# the deployment every completed evaluation triggers (deploy/prefect.yaml)
+RECALIBRATE = "recalibrate/recalibrate-weekly"
 TRIGGER_APPEARS_S = 120.0  # how long a backfill waits for an evaluation's trigger to create its recalibration
 NO_WORKER_HINT = "no worker picked it up: start one with `judgeops server` (or `prefect worker start --pool judgeops-process`)"
 

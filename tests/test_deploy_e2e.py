@@ -338,15 +338,36 @@ def test_relative_paths_of_a_deployment_resolve_in_the_users_folder(server_and_w
     assert not (ROOT / "relative").exists()
 
 
+def judging_run(api: str, server_factory, tmp_path: Path, as_of: str, log: Path):
+    """A run of the evaluate deployment with a slow OpenAI-protocol judge (one call at a time, 0.5 s each), once
+    its judge stage is calling: (the flow run, its configuration)."""
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    stub = server_factory("--delay", "0.5")
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    config.judges.append(http_judge(stub.url, max_concurrency=1))
+    with temporary_settings({PREFECT_API_URL: api}):
+        run = run_deployment(
+            "evaluate/evaluate-weekly",
+            parameters={"as_of": as_of, "config": config.model_dump(mode="json")},
+            timeout=0,
+        )
+    deadline = time.time() + 300
+    while time.time() < deadline and not stub.entries():
+        time.sleep(0.5)
+    assert stub.entries(), log.read_text()[-4000:]
+    return run, config
+
+
 def test_sigterm_stops_the_server_the_worker_and_the_run_in_progress(tmp_path, server_factory):
     """A service manager stops `judgeops server` with SIGTERM while a deployment's run is judging: it says which
     signal it got, the run's process is stopped and records its run cancelled, the worker and the Prefect server
-    go, no process is left behind, and on the next start the flow run shows Crashed, not Running (before: the
-    worker was SIGKILLed, its flow run orphaned for minutes and "Running" in the UI). A second server on a taken
-    port is refused at once (before: it found the first one's API answering and attached a second worker)."""
+    go, no process is left behind, and on the next start the flow run shows Crashed, not Running (issue 31 found
+    the worker SIGKILLed, its flow run orphaned for minutes and "Running" in the UI). A second server on a taken
+    port is refused at once (it used to find the first one's API answering and attach a second worker)."""
     import psutil
     from prefect.client.orchestration import get_client
-    from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     port = _free_port()
@@ -369,19 +390,7 @@ def test_sigterm_stops_the_server_the_worker_and_the_run_in_progress(tmp_path, s
         assert second.returncode == 1 and f"port {port} is taken" in second.stdout + second.stderr, second
         deploy = subprocess.run([str(BIN / "judgeops"), "deploy"], cwd=tmp_path, env=env, capture_output=True)
         assert deploy.returncode == 0, deploy.stderr[-3000:]
-        stub = server_factory("--delay", "0.5")
-        config = small_config(str(tmp_path / "store"), n_items=24)
-        config.judges.append(http_judge(stub.url, max_concurrency=1))
-        with temporary_settings({PREFECT_API_URL: api}):
-            run = run_deployment(
-                "evaluate/evaluate-weekly",
-                parameters={"as_of": "2026-11-30", "config": config.model_dump(mode="json")},
-                timeout=0,
-            )
-        deadline = time.time() + 300
-        while time.time() < deadline and not stub.entries():  # the run's judge stage is calling
-            time.sleep(0.5)
-        assert stub.entries(), log.read_text()[-4000:]
+        run, config = judging_run(api, server_factory, tmp_path, "2026-11-30", log)
         children = psutil.Process(server.pid).children(recursive=True)
         server.send_signal(signal.SIGTERM)  # to judgeops only, not its process group
         assert server.wait(120) == 0, log.read_text()[-3000:]
@@ -408,25 +417,14 @@ def test_sigterm_stops_the_server_the_worker_and_the_run_in_progress(tmp_path, s
 def test_a_run_cancelled_through_prefect_is_recorded_cancelled(server_and_worker, server_factory, tmp_path):
     """`prefect flow-run cancel` (what the UI's Cancel does) on a deployment's run while its judge is calling: the
     worker stops the flow-run process, the flow run ends Cancelled and the store records the run as cancelled,
-    saying it was cancelled through Prefect — before, "failed" with "TerminationSignal: "."""
+    saying it was cancelled through Prefect and in which state (issue 31 found such runs recorded "failed")."""
     from prefect.client.orchestration import get_client
-    from prefect.deployments import run_deployment
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     env, api, log, user = server_and_worker
-    stub = server_factory("--delay", "0.5")
-    config = small_config(str(tmp_path / "store"), n_items=24)
-    config.judges.append(http_judge(stub.url, max_concurrency=1))
+    run, config = judging_run(api, server_factory, tmp_path, "2026-11-23", log)
+    deadline = time.time() + 300
     with temporary_settings({PREFECT_API_URL: api}):
-        run = run_deployment(
-            "evaluate/evaluate-weekly",
-            parameters={"as_of": "2026-11-23", "config": config.model_dump(mode="json")},
-            timeout=0,
-        )
-        deadline = time.time() + 300
-        while time.time() < deadline and not stub.entries():  # the judge stage is calling
-            time.sleep(0.5)
-        assert stub.entries(), log.read_text()[-4000:]
         cancel = subprocess.run(
             [str(BIN / "prefect"), "flow-run", "cancel", str(run.id)], env=env, capture_output=True, text=True
         )

@@ -121,7 +121,7 @@ def publish(tables: dict[str, pd.DataFrame], report_link: str, on_disk_of: str |
     create_markdown_artifact(
         markdown=(
             f"The report is a file on the disk of **{on_disk_of}**, the machine that ran this flow (a local "
-            f"store): `{path}`.\n\nOn that machine: [open it]({report_link}) in a browser. From another "
+            f"store): `{path}`.\n\nOn that machine: [open it]({report_link.replace(' ', '%20')}) in a browser. From another "
             "machine it cannot be opened here: give the runs a shared store (`store.url: s3://…`) and "
             "this becomes a link that opens anywhere."
         ),
