@@ -31,6 +31,7 @@ from prefect.client.schemas.filters import (
     FlowRunFilterStateType,
 )
 from prefect.client.schemas.objects import FlowRun, StateType
+from prefect.client.schemas.sorting import FlowRunSort
 from prefect.context import FlowRunContext
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
@@ -86,8 +87,10 @@ def triggered_recalibration(
         except ObjectNotFound:
             return None
         while True:
-            runs = client.read_flow_runs(
-                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id]))
+            runs = client.read_flow_runs(  # the newest first: a long history would not fit one page
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep.id])),
+                sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+                limit=50,
             )
             mine = sorted(
                 (

@@ -209,23 +209,15 @@ def listing(store_url: str | None = None, run_id: str | None = None, every: bool
     store = open_store(store_url)
     runs = store.list_runs()
     if run_id is None and not every:
-        kinds = dict.fromkeys(
-            r.get("flow", "other") for r in runs
-        )  # evaluate, recalibrate, ...: a table each
         columns = ["run_id", "as_of", "status", "started", "error"]
         fields = ("as_of", "status", "started_at", "error")
-        return [
-            (
-                f"{kind} runs in {store.url}",
-                columns,
-                [
-                    [r["run_id"], *(r.get(f, "") for f in fields)]
-                    for r in runs
-                    if r.get("flow", "other") == kind
-                ],
+        by_kind: dict[str, list] = {}  # evaluate, recalibrate, ...: a table each
+        for r in runs:
+            by_kind.setdefault(r.get("flow", "other"), []).append(
+                [r["run_id"], *(r.get(f, "") for f in fields)]
             )
-            for kind in kinds
-        ] or [(f"runs in {store.url}", columns, [])]
+        tables = [(f"{kind} runs in {store.url}", columns, rows) for kind, rows in by_kind.items()]
+        return tables or [(f"runs in {store.url}", columns, [])]
     tables = []
     for r in runs if every else [store.run_record(run_id)]:
         rows = [

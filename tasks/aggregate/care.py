@@ -447,8 +447,7 @@ class CareTensor(BinaryAggregator):
         (post, quality latent, components, a line saying which structure was kept.)"""
         b = max((h for h in range(len(kurt)) if h != a), key=lambda h: abs(kurt[h]))
         two, bic_two = _mixture_fit(z, np.stack([1 - posts[a], posts[a]], axis=1), self.seed, notes)
-        means = two.T @ z / (two.sum(axis=0)[:, None] + 1e-9)
-        residual = z - two @ means
+        residual = z - two @ _component_moments(z, two)[0]
         direction = np.linalg.eigh(residual.T @ residual / len(z))[1][:, -1]
         starts = (posts[b], two_component_posterior(residual @ direction))
         grid, bic_grid = min(
@@ -469,8 +468,8 @@ class CareTensor(BinaryAggregator):
         noise, as `_fit_fourth`'s loadings: on standardised scores a judge that follows a strong confounder
         shows a small quality step only because its total spread is large. (P(upper side of that axis),
         which axis.)"""
-        means = grid.T @ z / (grid.sum(axis=0)[:, None] + 1e-9)
-        noise = np.sqrt(sum(grid[:, r] @ (z - means[r]) ** 2 for r in range(4)) / len(z) + 1e-9)
+        means, within = _component_moments(z, grid)
+        noise = np.sqrt(np.diag(within) + 1e-9)
         first = means[[1, 3]].mean(axis=0) - means[[0, 2]].mean(axis=0)  # components 00, 10, 01, 11
         second = means[[2, 3]].mean(axis=0) - means[[0, 1]].mean(axis=0)
         axes = np.stack([first, second], axis=1) / noise[:, None]
@@ -524,10 +523,7 @@ def _mixture_fit(
     BIC). If the EM fails, the start itself and BIC = inf (noted in `notes`)."""
 
     nk = resp.sum(axis=0) + 1e-9
-    means = resp.T @ z / nk[:, None]
-    within = sum((resp[:, r, None] * (z - means[r])).T @ (z - means[r]) for r in range(resp.shape[1])) / len(
-        z
-    )
+    means, within = _component_moments(z, resp)
     gmm = GaussianMixture(
         resp.shape[1],
         covariance_type="tied",
@@ -550,6 +546,16 @@ def _mixture_fit(
     if notes is not None and any(issubclass(w.category, ConvergenceWarning) for w in caught):
         notes.append("the mixture EM did not converge in 200 iterations")
     return post, bic
+
+
+def _component_moments(z: np.ndarray, resp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mixture components' means (components × judges) and their pooled within-component covariance, from
+    the responsibilities `resp` (tasks × components)."""
+    means = resp.T @ z / (resp.sum(axis=0)[:, None] + 1e-9)
+    within = sum((resp[:, r, None] * (z - means[r])).T @ (z - means[r]) for r in range(resp.shape[1])) / len(
+        z
+    )
+    return means, within
 
 
 def spd_precision(cov: np.ndarray, floor: float) -> np.ndarray:
