@@ -165,11 +165,20 @@ def _completed(record, audit: pd.DataFrame, path: Path) -> bool:
         },
         payload={"run_id": record.run_id, "labels": str(path), "n_labels": n, "flow_run_id": flow_run_id},
     )
-    if flow_run_id and run_record.get("status") == "suspended":
+    # Prefect's state, not the run record: the run's process records "suspended" only after Prefect suspends it
+    if flow_run_id and _paused(flow_run_id):
         from prefect.flow_runs import resume_flow_run
 
         resume_flow_run(flow_run_id, run_input={"done": True})
     return True
+
+
+def _paused(flow_run_id: str) -> bool:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(flow_run_id).state
+    return state is not None and state.is_paused()
 
 
 def _free_port(host: str) -> int:
