@@ -17,6 +17,9 @@ z_k = logit p_k and the shrunk z̃_k = z_k/(1 + 4δ_k); a missing expert has p =
 - head selection: stacking or routing per condition (`category` column, else one condition) by 5-fold CV
   accuracy on the labelled tasks, chosen once and frozen in `heads_`.
 
+One 5-fold pass over the labelled tasks (held out by task) serves all three choices: the penalty, the routing
+model and the head (`BAER._cross_fit`); the penalty path is warm-started.
+
 Labels: BAER is trained. With `dev_labels` (a labelled development split) it learns from those tasks only.
 Without them it is label-free in the self-training sense: it learns from the confident pseudo-labels of
 Dawid–Skene on the same votes (posterior ≥ `pseudo_confidence`), and can then be no better than its teacher
@@ -31,7 +34,8 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
+from sklearn.model_selection import KFold
+from threadpoolctl import threadpool_limits
 
 from judgeops.tasks.aggregate._base import BinaryAggregator, check_frame, dev_series, resolve_classes
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
@@ -76,39 +80,43 @@ def _route_features(z: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 
 class _Stacking:
-    def __init__(self, seed: int, lam: float | None = None):
-        self.seed, self.lam = seed, lam
+    def __init__(self, lam: float):
+        self.lambda_ = lam
 
     def fit(self, phi: np.ndarray, y: np.ndarray) -> _Stacking:
-        self.rms_ = np.sqrt((phi**2).mean(axis=0))
-        self.rms_[self.rms_ < 1e-12] = 1.0
+        self.rms_ = _rms(phi)
         x = phi / self.rms_
-        xa, ya = np.vstack([x, -x]), np.concatenate([y, -y])
-        best, best_loss = self.lam or LAMBDAS[0], np.inf
-        folds = KFold(5, shuffle=True, random_state=self.seed) if len(y) >= 10 else None
-        for lam in LAMBDAS if folds is not None and self.lam is None else ():
-            loss = 0.0
-            for train, test in folds.split(x):
-                m = self._model(lam).fit(
-                    np.vstack([x[train], -x[train]]), np.concatenate([y[train], -y[train]])
-                )
-                p = np.clip(m.predict_proba(x[test])[:, 1], 1e-9, 1 - 1e-9)
-                loss -= np.sum(np.where(y[test] > 0, np.log(p), np.log(1 - p)))
-            if loss < best_loss:
-                best, best_loss = lam, loss
-        self.lambda_ = best
-        self.model_ = self._model(best).fit(xa, ya)
+        self.model_ = _odd_logistic(self.lambda_).fit(np.vstack([x, -x]), np.concatenate([y, -y]))
         return self
-
-    def _model(self, lam: float) -> LogisticRegression:
-        return LogisticRegression(C=1.0 / lam, fit_intercept=False, max_iter=2000)
 
     def score(self, phi: np.ndarray) -> np.ndarray:
         return (phi / self.rms_) @ self.model_.coef_.ravel()  # odd in φ: no intercept
 
+    @staticmethod
+    def path(phi: np.ndarray, y: np.ndarray, held_out: np.ndarray) -> dict[float, np.ndarray]:
+        """The held-out scores of every penalty in LAMBDAS, strongest first, each fit starting from the last
+        one's weights (sklearn's warm start: the path costs little more than one fit)."""
+        rms = _rms(phi)
+        x, xh = phi / rms, held_out / rms
+        model = _odd_logistic(LAMBDAS[0]).set_params(warm_start=True)
+        xa, ya = np.vstack([x, -x]), np.concatenate([y, -y])
+        return {lam: xh @ model.set_params(C=1.0 / lam).fit(xa, ya).coef_.ravel() for lam in LAMBDAS}
+
+
+def _rms(phi: np.ndarray) -> np.ndarray:
+    rms = np.sqrt((phi**2).mean(axis=0))
+    return np.where(rms < 1e-12, 1.0, rms)
+
+
+def _odd_logistic(lam: float) -> LogisticRegression:
+    return LogisticRegression(C=1.0 / lam, fit_intercept=False, max_iter=2000)
+
+
+ROUTERS = ("logistic", "forest")
+
 
 class _Routing:
-    def __init__(self, seed: int, kind: str | None = None):
+    def __init__(self, seed: int, kind: str):
         self.seed, self.kind = seed, kind
 
     def fit(self, z: np.ndarray, delta: np.ndarray, y: np.ndarray) -> _Routing:
@@ -116,30 +124,17 @@ class _Routing:
         right = (np.sign(z) == y[:, None]).ravel().astype(int)
         has = (np.sign(z) != 0).ravel()
         feats, right = feats[has], right[has]
-        candidates = {
-            "logistic": LogisticRegression(max_iter=2000),
-            "forest": RandomForestClassifier(
-                n_estimators=FOREST_TREES, max_depth=5, min_samples_leaf=8, random_state=self.seed, n_jobs=1
-            ),
-        }
-        self.cv_loss_ = {}
         if len(np.unique(right)) < 2 or len(right) < 10:
             self.kind_, self.constant_ = "constant", float(right.mean()) if len(right) else 0.5
             return self
-        if self.kind in candidates or np.bincount(right).min() < 5:  # kind fixed, or too few to compare
-            self.kind_ = self.kind if self.kind in candidates else "logistic"
-            self.model_ = candidates[self.kind_].fit(feats, right)
-            return self
-        folds = StratifiedKFold(5, shuffle=True, random_state=self.seed)
-        for name, model in candidates.items():
-            p = np.clip(
-                cross_val_predict(model, feats, right, cv=folds, method="predict_proba")[:, 1], 1e-9, 1
+        self.kind_ = self.kind
+        if self.kind == "forest":
+            model = RandomForestClassifier(
+                n_estimators=FOREST_TREES, max_depth=5, min_samples_leaf=8, random_state=self.seed, n_jobs=1
             )
-            self.cv_loss_[name] = float(
-                -np.mean(np.where(right == 1, np.log(p), np.log(np.clip(1 - p, 1e-9, 1))))
-            )
-        self.kind_ = min(self.cv_loss_, key=self.cv_loss_.get)
-        self.model_ = candidates[self.kind_].fit(feats, right)
+        else:
+            model = LogisticRegression(max_iter=2000)
+        self.model_ = model.fit(feats, right)
         return self
 
     def reliability(self, z: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -148,12 +143,20 @@ class _Routing:
         return self.model_.predict_proba(_route_features(z, delta))[:, 1].reshape(z.shape)
 
     def proba(self, z: np.ndarray, delta: np.ndarray) -> np.ndarray:
-        """P(classes[0]) per task: the most reliable voting expert's sign, at its reliability."""
-        rel = np.where(np.sign(z) != 0, self.reliability(z, delta), -np.inf)
-        pick = np.argmax(rel, axis=1)
-        r = rel[np.arange(len(z)), pick]
-        s = np.sign(z[np.arange(len(z)), pick])
-        return np.where(np.isfinite(r), 0.5 + s * (np.clip(r, 0, 1) - 0.5), 0.5)
+        return _route(self.reliability(z, delta), z)
+
+
+def _route(reliability: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """P(classes[0]) per task: the most reliable voting expert's sign, at its reliability."""
+    rel = np.where(np.sign(z) != 0, reliability, -np.inf)
+    pick = np.argmax(rel, axis=1)
+    r = rel[np.arange(len(z)), pick]
+    s = np.sign(z[np.arange(len(z)), pick])
+    return np.where(np.isfinite(r), 0.5 + s * (np.clip(r, 0, 1) - 0.5), 0.5)
+
+
+def _log_loss(p: np.ndarray, right: np.ndarray) -> float:
+    return float(-np.mean(np.log(np.clip(np.where(right, p, 1 - p), 1e-9, 1))))
 
 
 class BAER(BinaryAggregator):
@@ -201,13 +204,16 @@ class BAER(BinaryAggregator):
             y = np.where(np.isin(np.arange(len(y)), keep), y, np.nan)
             known = ~np.isnan(y)
         phi = _stack_features(z, zt, category)
-        self.stacking_ = _Stacking(self.seed).fit(phi[known], y[known])
-        self.routing_ = _Routing(self.seed).fit(z[known], delta[known], y[known])
         conditions = category if category is not None else np.full(len(tasks), "all")
-        self.heads_, self.cv_accuracy_ = self._choose_heads(phi, z, delta, y, conditions)
-        p_stack = 1.0 / (1.0 + np.exp(-self.stacking_.score(phi)))
-        p_route = self.routing_.proba(z, delta)
+        # dozens of L-BFGS fits on ≤ 300 × 2k matrices: BLAS threads only contend there (4× slower on 2 cores)
+        with threadpool_limits(limits=1, user_api="blas"):
+            lam, kind, correct = self._cross_fit(phi, z, delta, y)
+            self.stacking_ = _Stacking(lam).fit(phi[known], y[known])
+            self.routing_ = _Routing(self.seed, kind).fit(z[known], delta[known], y[known])
+        self.heads_, self.cv_accuracy_ = self._choose_heads(correct, known, conditions)
         use_route = np.array([self.heads_.get(c, "stacking") == "routing" for c in conditions])
+        p_stack = 1.0 / (1.0 + np.exp(-self.stacking_.score(phi)))
+        p_route = self.routing_.proba(z, delta) if use_route.any() else p_stack  # the forest reads every vote
         self.experts_ = list(experts)
         return self._finish(np.where(use_route, p_route, p_stack), tasks, classes)
 
@@ -226,20 +232,42 @@ class BAER(BinaryAggregator):
             p >= self.pseudo_confidence, 1.0, np.where(p <= 1 - self.pseudo_confidence, -1.0, np.nan)
         )
 
-    def _choose_heads(self, phi, z, delta, y, conditions) -> tuple[dict, dict]:
+    def _cross_fit(self, phi, z, delta, y) -> tuple[float, str, dict]:
+        """One 5-fold pass over the labelled tasks: every penalty of the stacking head and both routing models
+        fitted on four folds, scored on the fifth. Picks the penalty and the routing model by held-out log
+        loss (logistic where too few wrong votes to compare, < 5), and returns per task whether each head,
+        so tuned, was right when held out (the heads' choice, `_choose_heads`). The folds hold out tasks, not
+        votes, so no task's other votes leak into its held-out score."""
+        idx = np.flatnonzero(~np.isnan(y))
+        stack = {lam: np.full(len(y), np.nan) for lam in LAMBDAS}
+        route = {kind: np.full(z.shape, np.nan) for kind in ROUTERS}
+        with warnings.catch_warnings():  # a fold's fit may stop short of convergence: the loss judges it
+            warnings.simplefilter("ignore")
+            for train, test in KFold(5, shuffle=True, random_state=self.seed).split(idx):
+                tr, te = idx[train], idx[test]
+                for lam, scores in _Stacking.path(phi[tr], y[tr], phi[te]).items():
+                    stack[lam][te] = scores
+                for kind in ROUTERS:
+                    fitted = _Routing(self.seed, kind).fit(z[tr], delta[tr], y[tr])
+                    route[kind][te] = fitted.reliability(z[te], delta[te])
+        yk = y[idx]
+        lam = min(LAMBDAS, key=lambda lam: _log_loss(1 / (1 + np.exp(-stack[lam][idx])), yk > 0))
+        voted = np.sign(z[idx]) != 0
+        right = (np.sign(z[idx]) == yk[:, None])[voted]
+        losses = {kind: _log_loss(route[kind][idx][voted], right) for kind in ROUTERS}
+        kind = (
+            "logistic"
+            if np.bincount(right.astype(int), minlength=2).min() < 5
+            else min(losses, key=losses.get)
+        )
+        correct = {"stacking": np.full(len(y), np.nan), "routing": np.full(len(y), np.nan)}
+        correct["stacking"][idx] = np.sign(stack[lam][idx]) == yk
+        correct["routing"][idx] = np.sign(_route(route[kind][idx], z[idx]) - 0.5) == yk
+        return lam, kind, correct
+
+    def _choose_heads(self, correct: dict, known: np.ndarray, conditions) -> tuple[dict, dict]:
         if self.head != "auto":
             return {str(c): self.head for c in np.unique(conditions)}, {}
-        known = ~np.isnan(y)
-        correct = {"stacking": np.full(len(y), np.nan), "routing": np.full(len(y), np.nan)}
-        idx = np.flatnonzero(known)
-        for train, test in KFold(5, shuffle=True, random_state=self.seed).split(idx):
-            tr, te = idx[train], idx[test]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                stack = _Stacking(self.seed, self.stacking_.lambda_).fit(phi[tr], y[tr])
-                route = _Routing(self.seed, self.routing_.kind_).fit(z[tr], delta[tr], y[tr])
-            correct["stacking"][te] = np.sign(stack.score(phi[te])) == y[te]
-            correct["routing"][te] = np.sign(route.proba(z[te], delta[te]) - 0.5) == y[te]
         heads, accuracy = {}, {}
         for c in map(str, np.unique(conditions)):
             rows = known & (conditions == c)
