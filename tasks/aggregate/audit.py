@@ -34,16 +34,27 @@ refit(votes, labels, weights)
     weighted leave-one-out accuracy on the audited tasks (refitted without the task it predicts), each
     semi-supervised one by 5-fold cross-fitting over the audit (the fold's labels unseen); the label-free ones,
     which never saw the labels, by their weighted accuracy on them. The best wins if it beats the label-free
-    consensus clearly: its paired advantage on the same audited tasks above `switch_z` (1.28: one-sided 90 %)
-    standard errors — the best of a dozen heads on k labels is partly luck, and taking it on a small edge lost
+    consensus clearly — the best of a dozen heads on k labels is partly luck, and taking it on a small edge lost
     1.5 points to `auto` on independent panels at k = 10–50; a tie goes to the simpler (label-free, best judge,
-    WMV, stacking, the semi-supervised fits, then the other methods). The audited tasks keep their labels.
+    WMV, stacking, the semi-supervised fits, then the other methods). How clearly depends on what the votes
+    alone say of the label-free consensus (`estimate.identifiability`):
+    - where the panel is identified from the votes, the consensus is trusted until the audit shows otherwise:
+      the head must win an exact one-sided sign test at `switch_alpha` (0.1) on the audited tasks where the two
+      disagree (with weights, the binomial over Kish's effective number of those tasks). On ten labels that
+      takes four wins and no loss; the normal approximation it replaces took two, and on panels where the
+      consensus was right 90 % of the time a head that won 2–0 on ten labels by luck cost 3.4 points on average;
+    - where it is not (the diagnostic's warning: a clique, a confounder, a mirror image that fits the votes as
+      well), the labels are the better evidence: the head's weighted paired advantage must exceed `switch_z`
+      (1.28: one-sided 90 %) standard errors. The exact test there gave back 7–11 of the points that ten labels
+      win on such panels (bench/audit.py).
+    The audited tasks keep their labels.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.special import betainc
 from sklearn.linear_model import LogisticRegression
 
 from judgeops.tasks.aggregate._base import binary_classes, check_frame
@@ -263,6 +274,33 @@ def _beats(hits: np.ndarray, base: np.ndarray, w: np.ndarray, z: float) -> bool:
     return mean > z * se if se > 0 else mean > 0
 
 
+def _beats_exactly(hits: np.ndarray, base: np.ndarray, w: np.ndarray, alpha: float) -> bool:
+    """Whether a head beats the label-free consensus in a one-sided sign test at level `alpha` on the audited
+    tasks where exactly one of the two is right: P(X ≥ wins) for X ~ Binomial(n, 1/2) below alpha, with n the
+    Kish effective number of those tasks and wins their weighted share of n (the binomial tail as the
+    regularised incomplete beta I_½(wins, n − wins + 1), which takes a fractional count)."""
+    ok = ~np.isnan(hits) & ~np.isnan(base)
+    won, lost, ww = (hits > base)[ok], (hits < base)[ok], w[ok]
+    split = ww[won | lost]
+    if split.sum() <= 0 or not won.any():
+        return False
+    n = split.sum() ** 2 / (split**2).sum()
+    wins = n * ww[won].sum() / split.sum()
+    return bool(betainc(wins, n - wins + 1, 0.5) < alpha)
+
+
+def _identified(base, method: str) -> bool:
+    """Whether the votes alone identify the label-free consensus (`auto`'s identifiability diagnostic)."""
+    if method != "auto":
+        return False
+    from judgeops.tasks.aggregate.estimate import consensus_accuracy, identifiability
+
+    try:
+        return identifiability(base, consensus_accuracy(base, base.labels_).estimate).identifiable
+    except (KeyError, AttributeError, ValueError):  # a reading the diagnostic does not cover: not vouched for
+        return False
+
+
 def refit(
     votes: pd.DataFrame,
     labels: pd.Series,
@@ -271,6 +309,7 @@ def refit(
     min_labels: int = 4,
     candidates: dict[str, pd.Series] | None = None,
     switch_z: float = 1.2815515655446004,
+    switch_alpha: float = 0.1,
 ) -> dict:
     """{"labels": task → label, "head": the head taken, "scores": head → weighted accuracy on the audit
     (leave-one-out for the labelled heads), "n_labels": how many audited labels were usable}.
@@ -340,8 +379,13 @@ def refit(
     )
     usable = [h for h in order if h in predictions and not np.isnan(scores.get(h, np.nan))]
     head = max(usable, key=lambda h: (round(scores[h], 9), -order.index(h)), default="label_free")
-    if head != "label_free" and not _beats(hits_by_head[head], right, w, switch_z):
-        head = "label_free"  # the best of many heads on k labels is partly luck: it must beat auto clearly
+    if head != "label_free":  # the best of many heads on k labels is partly luck: it must beat auto clearly
+        clearly = (
+            _beats_exactly(hits_by_head[head], right, w, switch_alpha)
+            if _identified(base, method)
+            else _beats(hits_by_head[head], right, w, switch_z)
+        )
+        head = head if clearly else "label_free"
     final = predictions[head].copy()
     decided = final.copy()  # the head's own decisions, before the audited labels replace them
     # ... and on an audited task, the decision the head makes without that task's label (its left-out or
