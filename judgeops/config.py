@@ -364,6 +364,14 @@ class JudgeConfig(_Strict):
     breaker_failures: int = Field(
         5, ge=1, description="calls failing in a row (after retries) that stop the batch"
     )
+    batch: bool = Field(
+        False,
+        description="openai: send the calls the cache misses as one provider batch (OpenAI's Batch API: about "
+        "half the price, answered within 24 h) instead of one by one; the run waits, polling",
+    )
+    batch_poll_s: float = Field(
+        30.0, gt=0, description="batch: seconds between two looks at a batch's status"
+    )
     max_pairs: int | None = Field(
         None,
         ge=1,
@@ -399,6 +407,8 @@ class JudgeConfig(_Strict):
             self.rubric.digest = rubric_of(self).digest  # a RubricError (a ValueError) names the template
         if self.api_key_env and self.api_key_secret:
             raise ValueError("give api_key_env or api_key_secret, not both")
+        if self.batch and self.backend != "openai":
+            raise ValueError(f"batch is for openai judges (OpenAI's Batch API), not {self.backend!r}")
         if self.limit is not None and self.backend not in hosted:
             raise ValueError(f"limit is for hosted backends ({', '.join(hosted)}), not {self.backend!r}")
         return self
@@ -626,6 +636,25 @@ class Price(_Strict):
 
     input_per_1m: float = Field(ge=0)
     output_per_1m: float = Field(ge=0)
+    batch_input_per_1m: float | None = Field(
+        None, ge=0, description="through the provider's batch API (`batch: true`); default: half input_per_1m"
+    )
+    batch_output_per_1m: float | None = Field(
+        None, ge=0, description="through the provider's batch API; default: half output_per_1m"
+    )
+
+    def for_judge(self, judge: JudgeConfig) -> Price:
+        """The prices a judge pays: the batch prices for a batch judge (OpenAI's batch discount is half)."""
+        if not judge.batch:
+            return self
+        return Price(
+            input_per_1m=self.input_per_1m / 2
+            if self.batch_input_per_1m is None
+            else self.batch_input_per_1m,
+            output_per_1m=self.output_per_1m / 2
+            if self.batch_output_per_1m is None
+            else self.batch_output_per_1m,
+        )
 
 
 class CostConfig(_Strict):

@@ -89,6 +89,19 @@ CREATE TABLE IF NOT EXISTS claims (
     claimed REAL NOT NULL
 )
 """
+# provider batches (OpenAI's Batch API) in flight: recorded the moment one is created, under the digest of the
+# call keys it answers, so a run that crashed or was cancelled while it waited resumes polling the same batch
+# instead of paying for the calls again
+_BATCHES = """
+CREATE TABLE IF NOT EXISTS batches (
+    digest TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    batch_id TEXT NOT NULL,
+    n_calls INTEGER NOT NULL,
+    created REAL NOT NULL
+)
+"""
 CLAIM_TTL_S = 600.0  # a claim from another host not refreshed this long is taken for dead
 
 
@@ -156,6 +169,7 @@ class CallCache:
             if name not in have:
                 self._db.execute(f"ALTER TABLE calls ADD COLUMN {name} {kind}")
         self._db.execute(_CLAIMS)
+        self._db.execute(_BATCHES)
 
     def close(self) -> None:
         """Close the file; claims this handle still holds are dropped (its calls are no longer in flight)."""
@@ -322,6 +336,25 @@ class CallCache:
         with open(self.ledger, "a", encoding="utf-8") as fh:
             fh.write(lines)
 
+    # -- provider batches in flight -----------------------------------------------------------------
+    def open_batch(self, digest: str) -> str | None:
+        """The id of the provider batch created for these calls and not yet collected, if any."""
+        rows = self._rows("SELECT batch_id FROM batches WHERE digest = ?", (digest,))
+        return rows[0][0] if rows else None
+
+    def record_batch(self, digest: str, backend: str, model: str, batch_id: str, n_calls: int) -> None:
+        with self._write():
+            self._many("DELETE FROM batches WHERE digest = ?", [(digest,)])
+            self._many(
+                "INSERT INTO batches (digest, backend, model, batch_id, n_calls, created) VALUES (?, ?, ?, ?, ?, ?)",
+                [(digest, backend, model, batch_id, n_calls, time.time())],
+            )
+
+    def close_batch(self, digest: str) -> None:
+        """The batch's replies are in the cache (or it ended without them): nothing left to resume."""
+        with self._write():
+            self._many("DELETE FROM batches WHERE digest = ?", [(digest,)])
+
     def release(self, keys: list[str]) -> None:
         """Drop this handle's claims on `keys` (answered or failed: a failed call may be retried by anyone),
         and refresh the rest of its claims (they are still being worked on)."""
@@ -415,6 +448,7 @@ class PostgresCallCache(CallCache):
                 self._db.execute(f"ALTER TABLE calls ADD COLUMN IF NOT EXISTS {name} {kind}")
             self._db.execute(_CLAIMS.replace("REAL", "DOUBLE PRECISION"))
             self._db.execute(_LEDGER)
+            self._db.execute(_BATCHES.replace("REAL", "DOUBLE PRECISION"))
         self._identify()
         self.ledger = None
 

@@ -32,6 +32,12 @@ def dollars(price: Price | None, tokens_in, tokens_out):
     return ((tokens_in or 0) * price.input_per_1m + (tokens_out or 0) * price.output_per_1m) / 1e6
 
 
+def price_of(judge: JudgeConfig, prices: dict[str, Price]) -> Price | None:
+    """The judge's model's prices, at the batch rates where the judge sends batches."""
+    price = prices.get(judge.model)
+    return price.for_judge(judge) if price is not None else None
+
+
 class Budget:
     """The run's spend on new judge calls against `config.max_cost` (None: counted, never stopped)."""
 
@@ -40,7 +46,7 @@ class Budget:
         self.spent = 0.0
 
     def price(self, judge: JudgeConfig) -> Price | None:
-        return self.config.prices.get(judge.model)
+        return price_of(judge, self.config.prices)
 
     def estimate(self, judge: JudgeConfig, calls: list[Call]) -> float:
         estimates = [token_estimate(c.request) for c in calls]
@@ -67,7 +73,7 @@ class Budget:
 def cost_columns(verdicts: pd.DataFrame, judge: JudgeConfig, prices: dict[str, Price]) -> dict[str, float]:
     """A judge's cost in coverage: what its verdicts cost to produce (cached ones included), what this run
     spent on them (calls answered from the cache are free), and the cost per 1,000 verdicts."""
-    price = prices.get(judge.model)
+    price = price_of(judge, prices)
     cost = dollars(price, verdicts["tokens_in"], verdicts["tokens_out"])
     paid = (verdicts["n_calls"] - verdicts["cache_hits"]).clip(lower=0) / verdicts["n_calls"].where(
         verdicts["n_calls"] > 0

@@ -146,7 +146,8 @@ def complete_cached(
     if backend is None:  # created here on the first miss, closed here
         created: list[Backend] = []
         try:
-            return complete_cached(judge, calls, cache, chunk_size, _Lazy(judge, created), on_step, budget)
+            lazy = _Lazy(judge, created, cache)
+            return complete_cached(judge, calls, cache, chunk_size, lazy, on_step, budget)
         finally:
             for made in created:
                 made.close()
@@ -161,6 +162,8 @@ def complete_cached(
         if landed:
             step(len(landed), 0, 0)
         own = [c for c in pending if c.key in mine]
+        if judge.batch:  # a provider batch: every miss in one (the backend splits past the provider's limit)
+            chunk_size = max(len(own), 1)
         for start in range(0, len(own), chunk_size):
             chunk = own[start : start + chunk_size]
             try:
@@ -192,12 +195,12 @@ class _Lazy:
     """A judge's backend, created on the first batch it is given (a warm rerun loads no model, opens no
     connection); what it created is appended to `created`, for the caller to close."""
 
-    def __init__(self, judge: JudgeConfig, created: list[Backend]):
-        self.judge, self.created = judge, created
+    def __init__(self, judge: JudgeConfig, created: list[Backend], cache: CallCache | None = None):
+        self.judge, self.created, self.cache = judge, created, cache
 
     def complete(self, calls: list[Call]) -> dict[str, Reply]:
         if not self.created:
-            self.created.append(get_backend(self.judge))
+            self.created.append(get_backend(self.judge, self.cache))
         return self.created[0].complete(calls)
 
     def close(self) -> None:

@@ -9,7 +9,12 @@ from judgeops.config import JudgeConfig
 from judgeops.tasks.judges.backends.base import Backend
 
 
-def get_backend(judge: JudgeConfig) -> Backend:
+def get_backend(judge: JudgeConfig, cache=None) -> Backend:
+    """`cache`: the call cache, where a batch judge (`batch: true`) keeps the ids of its batches in flight."""
     if judge.backend == "programmatic":
         raise ValueError(f"judge {judge.name}: backend 'programmatic' takes no requests")
+    if judge.batch:
+        from judgeops.tasks.judges.backends.batches import OpenAIBatchBackend
+
+        return OpenAIBatchBackend(judge, cache)
     return plugins.load("judges", judge.backend)(judge)

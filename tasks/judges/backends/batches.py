@@ -1,0 +1,181 @@
+"""OpenAI's Batch API for a judge with `batch: true`, through the official SDK: the calls the cache misses go
+as one JSONL file of chat-completions requests (`custom_id` = the call key) and one batch; the run polls it
+until it ends and reads its output and error files. About half the price of the same calls, answered within
+the 24 h window.
+
+Paid once. The batch id is written to the call cache (`CallCache.record_batch`, under the digest of the call
+keys it answers) the moment the batch is created; a run that crashed or was cancelled while it waited asks the
+cache first when rerun and polls the same batch. The replies are written to the cache before the batch is
+closed there, so no crash between the two loses them.
+
+What comes back. A request answered 200 is parsed as any chat completion (`openai.parse_completion`). A request
+the batch did not reach (expired with the window, the batch cancelled) goes again in a new batch, at most
+`MAX_ROUNDS` in all. A parameter the model refuses (400 `unsupported_parameter`) is learned as in one-by-one
+calls and those requests go again without it. Any other failed request is a transport failure naming its cause
+(`transport: batch: <code>`): never cached, counted in coverage, asked again by a rerun. A batch that fails as a
+whole (its file refused) raises JudgeBackendError with the provider's reasons.
+
+The polling holds the flow run's worker while it waits: a batch that takes hours keeps a process sleeping (not
+calling) for hours. The run can be cancelled and rerun at any time without paying twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+import openai
+
+from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.backends.base import JudgeBackendError
+from judgeops.tasks.judges.backends.openai import OpenAIBackend, parse_completion
+from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply
+from judgeops.tasks.judges.prompts import SYSTEM
+from judgeops.tasks.log import logger
+
+ENDPOINT = "/v1/chat/completions"
+ENDED = ("completed", "failed", "expired", "cancelled")
+NOT_REACHED = ("batch_expired", "batch_cancelled")  # a request's error code when the batch never got to it
+MAX_ROUNDS = 3
+MAX_REQUESTS = 50_000  # one batch's limit (OpenAI's)
+
+
+def batch_digest(keys: list[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
+
+
+class OpenAIBatchBackend(OpenAIBackend):
+    """`complete(calls)` through batches; `cache`: where batch ids and replies are kept (see the module)."""
+
+    kind = "openai"
+
+    def __init__(self, judge: JudgeConfig, cache=None):
+        super().__init__(judge)
+        self.cache = cache
+        self._sync = None
+
+    def close(self) -> None:
+        if self._sync is not None:
+            self._sync.close()
+        super().close()
+
+    def _batch_client(self) -> openai.OpenAI:
+        if self._sync is None:
+            judge = self.judge
+            self._sync = openai.OpenAI(
+                api_key=self._key,
+                base_url=judge.base_url,
+                organization=judge.organization,
+                project=judge.project,
+                timeout=judge.timeout_s,
+                max_retries=judge.max_retries,  # the SDK's own backoff: a handful of control requests
+                default_headers=dict(judge.extra_headers),
+            )
+        return self._sync
+
+    def complete(self, calls: list[Call]) -> dict[str, Reply]:
+        out: dict[str, Reply] = {}
+        pending = list({c.key: c for c in calls}.values())
+        for _ in range(MAX_ROUNDS):
+            if not pending:
+                break
+            for start in range(0, len(pending), MAX_REQUESTS):
+                out.update(self._batch(pending[start : start + MAX_REQUESTS]))
+            pending = [c for c in pending if c.key not in out]
+        for call in pending:
+            out[call.key] = Reply(error=f"{TRANSPORT_FAILURE}batch: not answered in {MAX_ROUNDS} batches")
+        return out
+
+    def request_line(self, call: Call) -> dict:
+        body = {
+            "model": self.judge.model,
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": call.request.prompt},
+            ],
+            **self.params(call),
+            **self.judge.extra_body,
+        }
+        return {"custom_id": call.key, "method": "POST", "url": ENDPOINT, "body": body}
+
+    def _batch(self, calls: list[Call]) -> dict[str, Reply]:
+        """One batch over `calls` (created, or found in the cache), waited for and read. The calls it did not
+        reach are left out of the result (the caller sends them again)."""
+        client, digest = self._batch_client(), batch_digest([c.key for c in calls])
+        batch_id = self.cache.open_batch(digest) if self.cache is not None else None
+        if batch_id is None:
+            lines = "\n".join(json.dumps(self.request_line(c), ensure_ascii=False) for c in calls)
+            upload = client.files.create(file=("judgeops-batch.jsonl", lines.encode()), purpose="batch")
+            batch = client.batches.create(
+                input_file_id=upload.id,
+                endpoint=ENDPOINT,
+                completion_window="24h",
+                metadata={"judgeops_calls": digest[:16]},
+            )
+            batch_id = batch.id
+            if self.cache is not None:  # before anything else can go wrong: a rerun polls this batch
+                self.cache.record_batch(digest, self.kind, self.judge.model, batch_id, len(calls))
+            logger().info("judge %s: batch %s created for %d calls", self.judge.name, batch_id, len(calls))
+        else:
+            logger().info("judge %s: resuming batch %s (%d calls)", self.judge.name, batch_id, len(calls))
+        batch = client.batches.retrieve(batch_id)
+        while batch.status not in ENDED:
+            time.sleep(self.judge.batch_poll_s)
+            batch = client.batches.retrieve(batch_id)
+        if batch.status == "failed" and not batch.output_file_id:
+            if self.cache is not None:
+                self.cache.close_batch(digest)
+            reasons = "; ".join(
+                e.message or e.code or "" for e in (batch.errors.data if batch.errors else []) or []
+            )
+            raise JudgeBackendError(
+                f"judge {self.judge.name}: batch {batch_id} failed: {reasons or 'no reason given'}"
+            )
+        replies = self._read(client, batch, {c.key: c for c in calls})
+        if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
+            self.cache.put_many(self.judge.backend, self.judge.model, replies)
+            self.cache.close_batch(digest)
+        logger().info(
+            "judge %s: batch %s %s: %d of %d answered",
+            self.judge.name,
+            batch_id,
+            batch.status,
+            sum(r.error is None for r in replies.values()),
+            len(calls),
+        )
+        return replies
+
+    def _read(self, client: openai.OpenAI, batch, by_key: dict[str, Call]) -> dict[str, Reply]:
+        replies: dict[str, Reply] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            for line in client.files.content(file_id).text.splitlines():
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                call = by_key.get(record.get("custom_id"))
+                if call is None:
+                    continue
+                reply = self._reply(record, call)
+                if reply is not None:
+                    replies[call.key] = self._redacted(reply)
+        return replies
+
+    def _reply(self, record: dict, call: Call) -> Reply | None:
+        """One output line as a Reply; None where the request should go again (not reached, or refused for a
+        parameter now learned)."""
+        response = record.get("response") or {}
+        status, body = response.get("status_code"), response.get("body")
+        if status == 200 and isinstance(body, dict):
+            return parse_completion(json.dumps(body), call.request.choices)
+        error = (body or {}).get("error") if isinstance(body, dict) else None
+        error = error or record.get("error") or {}
+        code = error.get("code") if isinstance(error, dict) else None
+        if code in NOT_REACHED:
+            return None
+        if status is not None and (found := self._unsupported(status, json.dumps(body))):
+            self._learn(*found)
+            return None
+        return Reply(error=f"{TRANSPORT_FAILURE}batch: {code or status or 'no answer'}")

@@ -1,0 +1,226 @@
+"""A small real HTTP server speaking OpenAI's Files and Batch APIs, for the batch judge's tests: `POST /v1/files`
+(multipart, purpose `batch`), `POST /v1/batches`, `GET /v1/batches/{id}`, `GET /v1/files/{id}/content`. Each
+request line is answered by tests/openai_server.py's judge (the same verdicts as one-by-one calls).
+
+Run as a process: `python tests/openai_batch_server.py --log FILE [options]`; it prints `PORT <n>` when ready.
+A batch stays `in_progress` for --batch-s seconds after it is created, then completes. Options:
+
+  --expire-first N     the first batch created expires having answered only N of its requests (the others come
+                       back in the error file with code batch_expired, as OpenAI's do)
+  --fail-marker S      a request whose prompt contains S is answered 500 inside the batch (an output line with
+                       its error body)
+
+Every batch created is appended to the --log file as one JSON line ({"event": "batch_created", "id", "n"}).
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.parser
+import itertools
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from openai_server import answer, completion  # noqa: E402  (this folder: run as a script)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        srv: Server = self.server  # type: ignore[assignment]
+        raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+        path = self.path.split("?")[0]
+        if path.endswith("/files"):
+            return self._json(200, srv.add_file(_multipart_file(self.headers["content-type"], raw)))
+        if path.endswith("/batches"):
+            return self._json(200, srv.create_batch(json.loads(raw)))
+        self._json(404, {"error": {"message": f"no route {path}", "code": "not_found"}})
+
+    def do_GET(self) -> None:  # noqa: N802
+        srv: Server = self.server  # type: ignore[assignment]
+        parts = self.path.split("?")[0].strip("/").split("/")
+        if parts[-2] == "batches":
+            return self._json(200, srv.batch(parts[-1]))
+        if parts[-1] == "content" and parts[-3] == "files":
+            data = srv.files[parts[-2]]["data"]
+            self.send_response(200)
+            self.send_header("content-type", "application/octet-stream")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
+        self._json(404, {"error": {"message": f"no route {self.path}", "code": "not_found"}})
+
+    def _json(self, status: int, body: dict) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _multipart_file(content_type: str, raw: bytes) -> tuple[str, bytes]:
+    """(filename, bytes) of the `file` part of a multipart/form-data body."""
+    message = email.parser.BytesParser().parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    for part in message.get_payload():
+        if part.get_param("name", header="content-disposition") == "file":
+            return part.get_filename() or "upload.jsonl", part.get_payload(decode=True)
+    raise ValueError("no file part")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, opts: argparse.Namespace):
+        super().__init__(("127.0.0.1", opts.port), Handler)
+        self.opts, self.lock, self.ids = opts, threading.Lock(), itertools.count(1)
+        self.files: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+
+    def add_file(self, upload: tuple[str, bytes], purpose: str = "batch") -> dict:
+        name, data = upload
+        with self.lock:
+            file_id = f"file-{next(self.ids)}"
+            self.files[file_id] = {"data": data, "name": name, "purpose": purpose}
+        return _file_object(file_id, name, len(data), purpose)
+
+    def create_batch(self, body: dict) -> dict:
+        with self.lock:
+            batch_id = f"batch_{next(self.ids)}"
+            n = len(self.files[body["input_file_id"]]["data"].decode().strip().splitlines())
+            first = not self.batches
+            self.batches[batch_id] = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "input_file_id": body["input_file_id"],
+                "completion_window": body["completion_window"],
+                "status": "in_progress",
+                "created_at": int(time.time()),
+                "metadata": body.get("metadata"),
+                "request_counts": {"total": n, "completed": 0, "failed": 0},
+                "_ready": time.time() + self.opts.batch_s,
+                "_expire_at": self.opts.expire_first if first and self.opts.expire_first >= 0 else None,
+            }
+            with open(self.opts.log, "a") as log:
+                log.write(json.dumps({"event": "batch_created", "id": batch_id, "n": n}) + "\n")
+            return _public(self.batches[batch_id])
+
+    def batch(self, batch_id: str) -> dict:
+        with self.lock:
+            batch = self.batches[batch_id]
+            if batch["status"] == "in_progress" and time.time() >= batch["_ready"]:
+                self._finish(batch)
+            return _public(batch)
+
+    def _finish(self, batch: dict) -> None:
+        lines = self.files[batch["input_file_id"]]["data"].decode().strip().splitlines()
+        out, errors, answered = [], [], 0
+        for i, line in enumerate(lines):
+            request = json.loads(line)
+            body = request["body"]
+            prompt = body["messages"][-1]["content"]
+            if batch["_expire_at"] is not None and answered >= batch["_expire_at"]:
+                errors.append(_line(request, None, {"code": "batch_expired", "message": "not reached"}))
+                continue
+            answered += 1
+            if self.opts.fail_marker and self.opts.fail_marker in prompt:
+                failure = {
+                    "error": {"message": "server error", "type": "server_error", "code": "server_error"}
+                }
+                out.append(
+                    _line(request, {"status_code": 500, "request_id": f"req_{i}", "body": failure}, None)
+                )
+                continue
+            text, probs = answer(prompt)
+            reply = completion(i, body, text, probs, prompt)
+            out.append(_line(request, {"status_code": 200, "request_id": f"req_{i}", "body": reply}, None))
+        for kind, rows in (("output_file_id", out), ("error_file_id", errors)):
+            if rows:
+                data = ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+                batch[kind] = self.add_file_locked(data)
+        batch["status"] = "expired" if errors else "completed"
+        batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(errors)}
+
+    def add_file_locked(self, data: bytes) -> str:
+        file_id = f"file-{next(self.ids)}"
+        self.files[file_id] = {"data": data, "name": "batch_output.jsonl", "purpose": "batch_output"}
+        return file_id
+
+
+def _line(request: dict, response: dict | None, error: dict | None) -> dict:
+    return {
+        "id": f"batch_req_{request['custom_id'][:12]}",
+        "custom_id": request["custom_id"],
+        "response": response,
+        "error": error,
+    }
+
+
+def _public(batch: dict) -> dict:
+    return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+def _file_object(file_id: str, name: str, size: int, purpose: str) -> dict:
+    return {
+        "id": file_id,
+        "object": "file",
+        "bytes": size,
+        "created_at": int(time.time()),
+        "filename": name,
+        "purpose": purpose,
+        "status": "processed",
+    }
+
+
+class BatchServerProcess:
+    """This server in a child process (for tests): `.url`, `.batches_created()`, `.stop()`."""
+
+    def __init__(self, log: Path, *flags: str):
+        import subprocess
+
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__)), "--log", str(log), *flags],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
+
+    def batches_created(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [
+            e for e in map(json.loads, self.log.read_text().splitlines()) if e["event"] == "batch_created"
+        ]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--batch-s", type=float, default=1.0)
+    parser.add_argument("--expire-first", type=int, default=-1)
+    parser.add_argument("--fail-marker", default="")
+    server = Server(parser.parse_args())
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

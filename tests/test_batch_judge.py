@@ -1,0 +1,135 @@
+"""A judge with `batch: true` against a real HTTP server speaking OpenAI's Files and Batch APIs
+(tests/openai_batch_server.py), through the SDK: one batch for the misses, the same verdicts as one-by-one
+calls, paid once across a crash, an expired batch finished by a second one, a failed request counted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import time
+
+import pytest
+
+from judgeops.config import CostConfig, Price
+from judgeops.flows.evaluate import evaluate
+from judgeops.schemas.store import ArtifactStore
+from judgeops.tasks.judges.cache import CallCache
+from judgeops.tasks.judges.coverage import coverage
+from tests.conftest import http_judge, judge_all, small_config
+from tests.openai_batch_server import BatchServerProcess
+
+VERDICT = ["variant_id", "verdict"]
+
+
+@pytest.fixture
+def batch_server(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")  # the stub checks none; the SDK wants one
+    started: list[BatchServerProcess] = []
+
+    def start(*flags: str) -> BatchServerProcess:
+        started.append(BatchServerProcess(tmp_path / f"batches{len(started)}.jsonl", *flags))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def batch_judge(url: str, **kw):
+    return http_judge(url, batch=True, batch_poll_s=0.1, **kw)
+
+
+def test_the_misses_go_as_one_batch_with_the_verdicts_of_one_by_one_calls(
+    built, tmp_path, batch_server, server_factory
+):
+    items, b = built
+    server = batch_server("--batch-s", "0.5")
+    batched = judge_all(built, batch_judge(server.url), tmp_path / "batch.sqlite")
+    (created,) = server.batches_created()
+    one_by_one = judge_all(built, http_judge(server_factory().url), tmp_path / "calls.sqlite")
+    assert created["n"] == len(batched) > 0
+    assert (
+        batched[VERDICT]
+        .sort_values("variant_id")
+        .reset_index(drop=True)
+        .equals(one_by_one[VERDICT].sort_values("variant_id").reset_index(drop=True))
+    )
+    prices = {"test-model": Price(input_per_1m=2.0, output_per_1m=8.0)}
+    costs = [
+        coverage(v, b["variants"], [j], prices=prices).iloc[0]["cost_usd"]
+        for v, j in ((batched, batch_judge(server.url)), (one_by_one, http_judge(server.url)))
+    ]
+    assert costs[1] > 0 and costs[0] == pytest.approx(costs[1] / 2)  # the same tokens at batch prices
+    again = judge_all(built, batch_judge(server.url), tmp_path / "batch.sqlite")  # every call a cache hit
+    assert len(server.batches_created()) == 1 and len(again) == len(batched)
+    with CallCache(tmp_path / "batch.sqlite") as cache:
+        assert cache._rows("SELECT COUNT(*) FROM batches")[0][0] == 0  # collected: nothing left to resume
+
+
+def test_a_run_killed_while_its_batch_runs_polls_the_same_batch_when_rerun(built, tmp_path, batch_server):
+    server = batch_server("--batch-s", "6")
+    cache = tmp_path / "batch.sqlite"
+    script = (
+        "import sys; sys.path.insert(0, '.');"
+        "from tests.conftest import built, http_judge, judge_all;"
+        "from judgeops.tasks.judges.calls import *;"
+        f"judge_all(built.__wrapped__(), http_judge({server.url!r}, batch=True, batch_poll_s=0.1), {str(cache)!r})"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 120
+    while not server.batches_created() and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.5)  # the id is in the cache right after the batch is created
+    proc.kill()
+    proc.wait()
+    (created,) = server.batches_created()
+    verdicts = judge_all(built, batch_judge(server.url), cache)
+    assert len(server.batches_created()) == 1  # the rerun polled the same batch: paid once
+    assert len(verdicts) == created["n"] and verdicts["error"].isna().all()
+
+
+def test_an_expired_batch_sends_only_what_it_did_not_answer_again(built, tmp_path, batch_server):
+    server = batch_server("--batch-s", "0.2", "--expire-first", "5")
+    verdicts = judge_all(built, batch_judge(server.url), tmp_path / "batch.sqlite")
+    first, second = server.batches_created()
+    assert second["n"] == first["n"] - 5
+    assert verdicts["error"].isna().all() and len(verdicts) == first["n"]
+
+
+def test_a_request_that_failed_in_the_batch_is_counted_and_asked_again(built, tmp_path, batch_server):
+    items, b = built
+    marker = items["question"].iloc[0][:30]
+    server = batch_server("--batch-s", "0.2", "--fail-marker", marker)
+    judge = batch_judge(server.url)
+    verdicts = judge_all(built, judge, tmp_path / "batch.sqlite")
+    table = coverage(verdicts, b["variants"], [judge]).iloc[0]
+    failed = int(table["n_expected"] - table["n_answered"])
+    assert failed > 0 and table["n_answered"] > 0
+    again = judge_all(built, judge, tmp_path / "batch.sqlite")  # the failures were not cached
+    assert server.batches_created()[-1]["n"] == failed and len(again) == len(verdicts)
+
+
+def test_an_evaluation_with_a_batch_judge(tmp_path, batch_server, prefect_server):
+    """The whole flow: the batch judge's calls go as one batch, its verdicts and coverage are complete, and its
+    cost is at the batch prices."""
+    server = batch_server("--batch-s", "0.5")
+    judge = batch_judge(server.url, name="gpt-batch", max_pairs=6)
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    config = config.model_copy(
+        update={
+            "judges": [*config.judges, judge],
+            "cost": CostConfig(prices={"test-model": Price(input_per_1m=2.0, output_per_1m=8.0)}),
+        }
+    )
+    result = evaluate(config=config, as_of=dt.date(2026, 11, 16))
+    store = ArtifactStore(str(tmp_path / "store"), result.run_id)
+    verdicts = store.read_pandas("verdicts")
+    mine = verdicts[verdicts["judge_id"] == "gpt-batch"]
+    assert len(mine) == 6 * 6 and mine["error"].isna().all() and mine["verdict"].isin(["A", "B"]).all()
+    judged, probed = server.batches_created()  # the judge stage's calls, then the injection probe's
+    assert judged["n"] == 36 and probed["n"] > 0
+    cov = store.read_pandas("coverage").set_index("judge_id").loc["gpt-batch"]
+    tokens_in, tokens_out = mine["tokens_in"].sum(), mine["tokens_out"].sum()
+    assert cov["coverage"] == 1.0
+    assert cov["cost_usd"] == pytest.approx((tokens_in * 1.0 + tokens_out * 4.0) / 1e6)
