@@ -143,6 +143,24 @@ def test_a_closed_handle_leaves_no_claim_behind(new_cache):
         assert second.claim(["k"]) == ({"k"}, set())
 
 
+def test_a_provider_batch_in_flight_is_found_by_another_handle_until_closed(new_cache):
+    """A batch judge's batch id outlives the process that created it (a rerun, another worker), and is gone once
+    its replies are in."""
+    path = new_cache()
+    with open_cache(path) as first:
+        assert first.open_batch("digest") is None
+        first.record_batch("digest", "openai", "m", "batch_1", 36)
+    with open_cache(path) as second:
+        assert second.open_batch("digest") == "batch_1" and second.open_batch("other") is None
+        second.record_batch(
+            "digest", "openai", "m", "batch_2", 36
+        )  # a new batch for the same calls replaces it
+        assert second.open_batch("digest") == "batch_2"
+        second.close_batch("digest")
+    with open_cache(path) as third:
+        assert third.open_batch("digest") is None
+
+
 def _fleet_member(path: str, worker: int, barrier) -> None:
     """A worker of a fleet judging the same 200 calls in its own order: claim, send, store, release, wait."""
     keys = [f"k{i}" for i in range(200)]
