@@ -366,8 +366,8 @@ class JudgeConfig(_Strict):
     )
     batch: bool = Field(
         False,
-        description="openai: send the calls the cache misses as one provider batch (OpenAI's Batch API: about "
-        "half the price, answered within 24 h) instead of one by one; the run waits, polling",
+        description="hosted: send the calls the cache misses as one provider batch (OpenAI's Batch API, Anthropic's "
+        "Message Batches: about half the price, answered within 24 h) instead of one by one; the run waits, polling",
     )
     batch_poll_s: float = Field(
         30.0, gt=0, description="batch: seconds between two looks at a batch's status"
@@ -407,8 +407,10 @@ class JudgeConfig(_Strict):
             self.rubric.digest = rubric_of(self).digest  # a RubricError (a ValueError) names the template
         if self.api_key_env and self.api_key_secret:
             raise ValueError("give api_key_env or api_key_secret, not both")
-        if self.batch and self.backend != "openai":
-            raise ValueError(f"batch is for openai judges (OpenAI's Batch API), not {self.backend!r}")
+        if self.batch and self.backend not in hosted:
+            raise ValueError(f"batch is for hosted backends ({', '.join(hosted)}), not {self.backend!r}")
+        if self.batch and self.api_version:
+            raise ValueError("batch: Azure OpenAI's batch deployments are not supported yet")
         if self.limit is not None and self.backend not in hosted:
             raise ValueError(f"limit is for hosted backends ({', '.join(hosted)}), not {self.backend!r}")
         return self

@@ -1,14 +1,16 @@
-"""A small real HTTP server speaking OpenAI's Files and Batch APIs, for the batch judge's tests: `POST /v1/files`
-(multipart, purpose `batch`), `POST /v1/batches`, `GET /v1/batches/{id}`, `GET /v1/files/{id}/content`. Each
-request line is answered by tests/openai_server.py's judge (the same verdicts as one-by-one calls).
+"""A small real HTTP server speaking OpenAI's Files and Batch APIs and Anthropic's Message Batches, for the batch
+judges' tests: `POST /v1/files` (multipart, purpose `batch`), `POST /v1/batches`, `GET /v1/batches/{id}`,
+`GET /v1/files/{id}/content`; `POST /v1/messages/batches`, `GET /v1/messages/batches/{id}` and its `results_url`
+(JSONL). Each request is answered by tests/openai_server.py's judge (the same verdicts as one-by-one calls).
 
 Run as a process: `python tests/openai_batch_server.py --log FILE [options]`; it prints `PORT <n>` when ready.
 A batch stays `in_progress` for --batch-s seconds after it is created, then completes. Options:
 
   --expire-first N     the first batch created expires having answered only N of its requests (the others come
-                       back in the error file with code batch_expired, as OpenAI's do)
-  --fail-marker S      a request whose prompt contains S is answered 500 inside the batch (an output line with
-                       its error body)
+                       back in the error file with code batch_expired, as OpenAI's do; `expired` results in
+                       Anthropic's)
+  --fail-marker S      a request whose prompt contains S fails inside the batch (OpenAI: an output line with a 500
+                       error body; Anthropic: an `errored` result with an api_error)
 
 Every batch created is appended to the --log file as one JSON line ({"event": "batch_created", "id", "n"}).
 """
@@ -26,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from openai_server import answer, completion  # noqa: E402  (this folder: run as a script)
+from openai_server import answer, completion, message  # noqa: E402  (this folder: run as a script)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -39,6 +41,8 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path.endswith("/files"):
             return self._json(200, srv.add_file(_multipart_file(self.headers["content-type"], raw)))
+        if path.endswith("/messages/batches"):
+            return self._json(200, srv.create_message_batch(json.loads(raw), self._base()))
         if path.endswith("/batches"):
             return self._json(200, srv.create_batch(json.loads(raw)))
         self._json(404, {"error": {"message": f"no route {path}", "code": "not_found"}})
@@ -46,17 +50,25 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         srv: Server = self.server  # type: ignore[assignment]
         parts = self.path.split("?")[0].strip("/").split("/")
+        if parts[-1] == "results" and parts[-3] == "batches":
+            return self._bytes(srv.message_results(parts[-2]))
+        if parts[-2] == "batches" and parts[-3] == "messages":
+            return self._json(200, srv.message_batch(parts[-1], self._base()))
         if parts[-2] == "batches":
             return self._json(200, srv.batch(parts[-1]))
         if parts[-1] == "content" and parts[-3] == "files":
-            data = srv.files[parts[-2]]["data"]
-            self.send_response(200)
-            self.send_header("content-type", "application/octet-stream")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return None
+            return self._bytes(srv.files[parts[-2]]["data"])
         self._json(404, {"error": {"message": f"no route {self.path}", "code": "not_found"}})
+
+    def _base(self) -> str:
+        return f"http://{self.headers['host']}"
+
+    def _bytes(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "application/octet-stream")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _json(self, status: int, body: dict) -> None:
         payload = json.dumps(body).encode()
@@ -150,6 +162,69 @@ class Server(ThreadingHTTPServer):
         batch["status"] = "expired" if errors else "completed"
         batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(errors)}
 
+    # -- Anthropic's Message Batches: the requests inline, results as JSONL at the batch's results_url ----------
+    def create_message_batch(self, body: dict, base: str) -> dict:
+        with self.lock:
+            batch_id = f"msgbatch_{next(self.ids):04d}"
+            first = not self.batches
+            self.batches[batch_id] = {
+                "id": batch_id,
+                "type": "message_batch",
+                "processing_status": "in_progress",
+                "created_at": _iso(time.time()),
+                "expires_at": _iso(time.time() + 86400),
+                "ended_at": None,
+                "archived_at": None,
+                "cancel_initiated_at": None,
+                "results_url": None,
+                "request_counts": {
+                    "processing": len(body["requests"]),
+                    "succeeded": 0,
+                    "errored": 0,
+                    "canceled": 0,
+                    "expired": 0,
+                },
+                "_requests": body["requests"],
+                "_ready": time.time() + self.opts.batch_s,
+                "_expire_at": self.opts.expire_first if first and self.opts.expire_first >= 0 else None,
+            }
+            with open(self.opts.log, "a") as log:
+                log.write(
+                    json.dumps({"event": "batch_created", "id": batch_id, "n": len(body["requests"])}) + "\n"
+                )
+            return _public(self.batches[batch_id])
+
+    def message_batch(self, batch_id: str, base: str) -> dict:
+        with self.lock:
+            batch = self.batches[batch_id]
+            if batch["processing_status"] == "in_progress" and time.time() >= batch["_ready"]:
+                results, counts = (
+                    [],
+                    dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0),
+                )
+                for i, request in enumerate(batch["_requests"]):
+                    params = request["params"]
+                    prompt = params["messages"][-1]["content"]
+                    if batch["_expire_at"] is not None and i >= batch["_expire_at"]:
+                        result = {"type": "expired"}
+                    elif self.opts.fail_marker and self.opts.fail_marker in prompt:
+                        error = {"type": "api_error", "message": "Internal server error"}
+                        result = {"type": "errored", "error": {"type": "error", "error": error}}
+                    else:
+                        text, _ = answer(prompt)
+                        result = {"type": "succeeded", "message": message(i, params, text, prompt)}
+                    counts[result["type"]] += 1
+                    results.append({"custom_id": request["custom_id"], "result": result})
+                batch["_results"] = ("\n".join(json.dumps(r) for r in results) + "\n").encode()
+                batch["processing_status"], batch["ended_at"] = "ended", _iso(time.time())
+                batch["request_counts"] = counts
+                batch["results_url"] = f"{base}/v1/messages/batches/{batch_id}/results"
+            return _public(batch)
+
+    def message_results(self, batch_id: str) -> bytes:
+        with self.lock:
+            return self.batches[batch_id]["_results"]
+
     def add_file_locked(self, data: bytes) -> str:
         file_id = f"file-{next(self.ids)}"
         self.files[file_id] = {"data": data, "name": "batch_output.jsonl", "purpose": "batch_output"}
@@ -163,6 +238,10 @@ def _line(request: dict, response: dict | None, error: dict | None) -> dict:
         "response": response,
         "error": error,
     }
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def _public(batch: dict) -> dict:

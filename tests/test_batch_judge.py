@@ -1,6 +1,7 @@
-"""A judge with `batch: true` against a real HTTP server speaking OpenAI's Files and Batch APIs
-(tests/openai_batch_server.py), through the SDK: one batch for the misses, the same verdicts as one-by-one
-calls, paid once across a crash, an expired batch finished by a second one, a failed request counted."""
+"""A judge with `batch: true` against a real HTTP server speaking OpenAI's Files and Batch APIs and Anthropic's
+Message Batches (tests/openai_batch_server.py), through the SDKs: one batch for the misses, the same verdicts as
+one-by-one calls at half the cost, paid once across a crash, an expired batch finished by a second one, a failed
+request counted and asked again; a whole evaluate flow."""
 
 from __future__ import annotations
 
@@ -22,9 +23,13 @@ from tests.openai_batch_server import BatchServerProcess
 VERDICT = ["variant_id", "verdict"]
 
 
+PROVIDERS = ["openai", "anthropic"]
+
+
 @pytest.fixture
 def batch_server(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")  # the stub checks none; the SDK wants one
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")  # the stub checks none; the SDKs want one
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-batch")
     started: list[BatchServerProcess] = []
 
     def start(*flags: str) -> BatchServerProcess:
@@ -36,45 +41,52 @@ def batch_server(tmp_path, monkeypatch):
         server.stop()
 
 
-def batch_judge(url: str, **kw):
-    return http_judge(url, batch=True, batch_poll_s=0.1, **kw)
+def batch_judge(url: str, provider: str = "openai", **kw):
+    return one_by_one(url, provider, batch=True, batch_poll_s=0.1, **kw)
 
 
+def one_by_one(url: str, provider: str = "openai", **kw):
+    if provider == "anthropic":  # the SDK's base URL has no /v1
+        kw = {"backend": "anthropic", "model": "claude-test", "base_url": url.removesuffix("/v1"), **kw}
+    return http_judge(url, **kw)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_misses_go_as_one_batch_with_the_verdicts_of_one_by_one_calls(
-    built, tmp_path, batch_server, server_factory
+    built, tmp_path, batch_server, server_factory, provider
 ):
     items, b = built
     server = batch_server("--batch-s", "0.5")
-    batched = judge_all(built, batch_judge(server.url), tmp_path / "batch.sqlite")
+    batched = judge_all(built, batch_judge(server.url, provider), tmp_path / "batch.sqlite")
     (created,) = server.batches_created()
-    one_by_one = judge_all(built, http_judge(server_factory().url), tmp_path / "calls.sqlite")
+    singly = judge_all(built, one_by_one(server_factory().url, provider), tmp_path / "calls.sqlite")
     assert created["n"] == len(batched) > 0
-    assert (
-        batched[VERDICT]
-        .sort_values("variant_id")
-        .reset_index(drop=True)
-        .equals(one_by_one[VERDICT].sort_values("variant_id").reset_index(drop=True))
-    )
-    prices = {"test-model": Price(input_per_1m=2.0, output_per_1m=8.0)}
+    by_variant = [v[VERDICT].sort_values("variant_id").reset_index(drop=True) for v in (batched, singly)]
+    assert by_variant[0].equals(by_variant[1])
+    judge = batch_judge(server.url, provider)
+    prices = {judge.model: Price(input_per_1m=2.0, output_per_1m=8.0)}
     costs = [
         coverage(v, b["variants"], [j], prices=prices).iloc[0]["cost_usd"]
-        for v, j in ((batched, batch_judge(server.url)), (one_by_one, http_judge(server.url)))
+        for v, j in ((batched, judge), (singly, one_by_one(server.url, provider)))
     ]
     assert costs[1] > 0 and costs[0] == pytest.approx(costs[1] / 2)  # the same tokens at batch prices
-    again = judge_all(built, batch_judge(server.url), tmp_path / "batch.sqlite")  # every call a cache hit
+    again = judge_all(built, judge, tmp_path / "batch.sqlite")  # every call a cache hit
     assert len(server.batches_created()) == 1 and len(again) == len(batched)
     with CallCache(tmp_path / "batch.sqlite") as cache:
         assert cache._rows("SELECT COUNT(*) FROM batches")[0][0] == 0  # collected: nothing left to resume
 
 
-def test_a_run_killed_while_its_batch_runs_polls_the_same_batch_when_rerun(built, tmp_path, batch_server):
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_run_killed_while_its_batch_runs_polls_the_same_batch_when_rerun(
+    built, tmp_path, batch_server, provider
+):
     server = batch_server("--batch-s", "6")
     cache = tmp_path / "batch.sqlite"
     script = (
         "import sys; sys.path.insert(0, '.');"
-        "from tests.conftest import built, http_judge, judge_all;"
-        "from judgeops.tasks.judges.calls import *;"
-        f"judge_all(built.__wrapped__(), http_judge({server.url!r}, batch=True, batch_poll_s=0.1), {str(cache)!r})"
+        "from tests.conftest import built, judge_all;"
+        "from tests.test_batch_judge import batch_judge;"
+        f"judge_all(built.__wrapped__(), batch_judge({server.url!r}, {provider!r}), {str(cache)!r})"
     )
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.time() + 120
@@ -84,24 +96,28 @@ def test_a_run_killed_while_its_batch_runs_polls_the_same_batch_when_rerun(built
     proc.kill()
     proc.wait()
     (created,) = server.batches_created()
-    verdicts = judge_all(built, batch_judge(server.url), cache)
+    verdicts = judge_all(built, batch_judge(server.url, provider), cache)
     assert len(server.batches_created()) == 1  # the rerun polled the same batch: paid once
     assert len(verdicts) == created["n"] and verdicts["error"].isna().all()
 
 
-def test_an_expired_batch_sends_only_what_it_did_not_answer_again(built, tmp_path, batch_server):
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_expired_batch_sends_only_what_it_did_not_answer_again(built, tmp_path, batch_server, provider):
     server = batch_server("--batch-s", "0.2", "--expire-first", "5")
-    verdicts = judge_all(built, batch_judge(server.url), tmp_path / "batch.sqlite")
+    verdicts = judge_all(built, batch_judge(server.url, provider), tmp_path / "batch.sqlite")
     first, second = server.batches_created()
     assert second["n"] == first["n"] - 5
     assert verdicts["error"].isna().all() and len(verdicts) == first["n"]
 
 
-def test_a_request_that_failed_in_the_batch_is_counted_and_asked_again(built, tmp_path, batch_server):
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_request_that_failed_in_the_batch_is_counted_and_asked_again(
+    built, tmp_path, batch_server, provider
+):
     items, b = built
     marker = items["question"].iloc[0][:30]
     server = batch_server("--batch-s", "0.2", "--fail-marker", marker)
-    judge = batch_judge(server.url)
+    judge = batch_judge(server.url, provider)
     verdicts = judge_all(built, judge, tmp_path / "batch.sqlite")
     table = coverage(verdicts, b["variants"], [judge]).iloc[0]
     failed = int(table["n_expected"] - table["n_answered"])

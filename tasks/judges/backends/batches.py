@@ -1,17 +1,20 @@
-"""OpenAI's Batch API for a judge with `batch: true`, through the official SDK: the calls the cache misses go
-as one JSONL file of chat-completions requests (`custom_id` = the call key) and one batch; the run polls it
-until it ends and reads its output and error files. About half the price of the same calls, answered within
-the 24 h window.
+"""The providers' batch APIs for a judge with `batch: true`, through the official SDKs: the calls the cache misses
+go as one batch (`custom_id` = the call key) and the run polls it until it ends and reads its results. About half
+the price of the same calls, answered within the 24 h window.
+
+- OpenAI: a JSONL file of chat-completions requests uploaded (purpose `batch`), `/v1/batches`, then the output
+  and error files.
+- Anthropic: Message Batches (`messages.batches.create` with the requests inline), then the results stream.
 
 Paid once. The batch id is written to the call cache (`CallCache.record_batch`, under the digest of the call
 keys it answers) the moment the batch is created; a run that crashed or was cancelled while it waited asks the
 cache first when rerun and polls the same batch. The replies are written to the cache before the batch is
 closed there, so no crash between the two loses them.
 
-What comes back. A request answered 200 is parsed as any chat completion (`openai.parse_completion`). A request
-the batch did not reach (expired with the window, the batch cancelled) goes again in a new batch, at most
-`MAX_ROUNDS` in all. A parameter the model refuses (400 `unsupported_parameter`) is learned as in one-by-one
-calls and those requests go again without it. Any other failed request is a transport failure naming its cause
+What comes back. A request answered is parsed as one-by-one calls parse it (`parse_completion`,
+`parse_message`). A request the batch did not reach (expired with the window, the batch cancelled) goes again in
+a new batch, at most `MAX_ROUNDS` in all. A parameter the model refuses is learned as in one-by-one calls and
+those requests go again without it. Any other failed request is a transport failure naming its cause
 (`transport: batch: <code>`): never cached, counted in coverage, asked again by a rerun. A batch that fails as a
 whole (its file refused) raises JudgeBackendError with the provider's reasons.
 
@@ -28,6 +31,7 @@ import time
 import openai
 
 from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.backends.anthropic import AnthropicBackend, parse_message
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.backends.openai import OpenAIBackend, parse_completion
 from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply
@@ -38,17 +42,17 @@ ENDPOINT = "/v1/chat/completions"
 ENDED = ("completed", "failed", "expired", "cancelled")
 NOT_REACHED = ("batch_expired", "batch_cancelled")  # a request's error code when the batch never got to it
 MAX_ROUNDS = 3
-MAX_REQUESTS = 50_000  # one batch's limit (OpenAI's)
+MAX_REQUESTS = 50_000  # one batch's limit (OpenAI's 50,000 requests; Anthropic's 100,000)
 
 
 def batch_digest(keys: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
 
 
-class OpenAIBatchBackend(OpenAIBackend):
-    """`complete(calls)` through batches; `cache`: where batch ids and replies are kept (see the module)."""
-
-    kind = "openai"
+class _Batches:
+    """The provider-neutral loop (mixed in before a hosted backend): rounds of batches until every call is
+    answered or failed, each batch created or found in the cache, waited for, read, cached, closed. A provider
+    says how to create a batch, wait for it and read its results."""
 
     def __init__(self, judge: JudgeConfig, cache=None):
         super().__init__(judge)
@@ -59,20 +63,6 @@ class OpenAIBatchBackend(OpenAIBackend):
         if self._sync is not None:
             self._sync.close()
         super().close()
-
-    def _batch_client(self) -> openai.OpenAI:
-        if self._sync is None:
-            judge = self.judge
-            self._sync = openai.OpenAI(
-                api_key=self._key,
-                base_url=judge.base_url,
-                organization=judge.organization,
-                project=judge.project,
-                timeout=judge.timeout_s,
-                max_retries=judge.max_retries,  # the SDK's own backoff: a handful of control requests
-                default_headers=dict(judge.extra_headers),
-            )
-        return self._sync
 
     def complete(self, calls: list[Call]) -> dict[str, Reply]:
         out: dict[str, Reply] = {}
@@ -87,6 +77,68 @@ class OpenAIBatchBackend(OpenAIBackend):
             out[call.key] = Reply(error=f"{TRANSPORT_FAILURE}batch: not answered in {MAX_ROUNDS} batches")
         return out
 
+    def _batch(self, calls: list[Call]) -> dict[str, Reply]:
+        """One batch over `calls` (created, or found in the cache), waited for and read. The calls it did not
+        reach are left out of the result (the caller sends them again)."""
+        digest = batch_digest([c.key for c in calls])
+        batch_id = self.cache.open_batch(digest) if self.cache is not None else None
+        if batch_id is None:
+            batch_id = self._create(calls)
+            if self.cache is not None:  # before anything else can go wrong: a rerun polls this batch
+                self.cache.record_batch(digest, self.kind, self.judge.model, batch_id, len(calls))
+            logger().info("judge %s: batch %s created for %d calls", self.judge.name, batch_id, len(calls))
+        else:
+            logger().info("judge %s: resuming batch %s (%d calls)", self.judge.name, batch_id, len(calls))
+        batch = self._wait(batch_id)
+        try:
+            read = self._results(batch, {c.key: c for c in calls})
+        except JudgeBackendError:
+            if self.cache is not None:  # a batch that failed whole: nothing to resume
+                self.cache.close_batch(digest)
+            raise
+        replies = {key: self._redacted(reply) for key, reply in read.items() if reply is not None}
+        if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
+            self.cache.put_many(self.judge.backend, self.judge.model, replies)
+            self.cache.close_batch(digest)
+        answered = sum(r.error is None for r in replies.values())
+        logger().info(
+            "judge %s: batch %s ended: %d of %d answered", self.judge.name, batch_id, answered, len(calls)
+        )
+        return replies
+
+    def _wait(self, batch_id: str):
+        batch = self._retrieve(batch_id)
+        while not self._ended(batch):
+            time.sleep(self.judge.batch_poll_s)
+            batch = self._retrieve(batch_id)
+        return batch
+
+    def _failed(self, code, status, body) -> Reply | None:
+        """A request the batch answered with an error: None to send it again (a parameter now learned), else a
+        transport failure naming the cause."""
+        if status is not None and (found := self._unsupported(status, json.dumps(body))):
+            self._learn(*found)
+            return None
+        return Reply(error=f"{TRANSPORT_FAILURE}batch: {code or status or 'no answer'}")
+
+
+class OpenAIBatchBackend(_Batches, OpenAIBackend):
+    """OpenAI's Batch API (see the module)."""
+
+    def _client_sync(self) -> openai.OpenAI:
+        if self._sync is None:
+            judge = self.judge
+            self._sync = openai.OpenAI(
+                api_key=self._key,
+                base_url=judge.base_url,
+                organization=judge.organization,
+                project=judge.project,
+                timeout=judge.timeout_s,
+                max_retries=judge.max_retries,  # the SDK's own backoff: a handful of control requests
+                default_headers=dict(judge.extra_headers),
+            )
+        return self._sync
+
     def request_line(self, call: Call) -> dict:
         body = {
             "model": self.judge.model,
@@ -99,73 +151,44 @@ class OpenAIBatchBackend(OpenAIBackend):
         }
         return {"custom_id": call.key, "method": "POST", "url": ENDPOINT, "body": body}
 
-    def _batch(self, calls: list[Call]) -> dict[str, Reply]:
-        """One batch over `calls` (created, or found in the cache), waited for and read. The calls it did not
-        reach are left out of the result (the caller sends them again)."""
-        client, digest = self._batch_client(), batch_digest([c.key for c in calls])
-        batch_id = self.cache.open_batch(digest) if self.cache is not None else None
-        if batch_id is None:
-            lines = "\n".join(json.dumps(self.request_line(c), ensure_ascii=False) for c in calls)
-            upload = client.files.create(file=("judgeops-batch.jsonl", lines.encode()), purpose="batch")
-            batch = client.batches.create(
-                input_file_id=upload.id,
-                endpoint=ENDPOINT,
-                completion_window="24h",
-                metadata={"judgeops_calls": digest[:16]},
-            )
-            batch_id = batch.id
-            if self.cache is not None:  # before anything else can go wrong: a rerun polls this batch
-                self.cache.record_batch(digest, self.kind, self.judge.model, batch_id, len(calls))
-            logger().info("judge %s: batch %s created for %d calls", self.judge.name, batch_id, len(calls))
-        else:
-            logger().info("judge %s: resuming batch %s (%d calls)", self.judge.name, batch_id, len(calls))
-        batch = client.batches.retrieve(batch_id)
-        while batch.status not in ENDED:
-            time.sleep(self.judge.batch_poll_s)
-            batch = client.batches.retrieve(batch_id)
+    def _create(self, calls: list[Call]) -> str:
+        client = self._client_sync()
+        lines = "\n".join(json.dumps(self.request_line(c), ensure_ascii=False) for c in calls)
+        upload = client.files.create(file=("judgeops-batch.jsonl", lines.encode()), purpose="batch")
+        digest = batch_digest([c.key for c in calls])
+        return client.batches.create(
+            input_file_id=upload.id,
+            endpoint=ENDPOINT,
+            completion_window="24h",
+            metadata={"judgeops_calls": digest[:16]},
+        ).id
+
+    def _retrieve(self, batch_id: str):
+        return self._client_sync().batches.retrieve(batch_id)
+
+    def _ended(self, batch) -> bool:
+        return batch.status in ENDED
+
+    def _results(self, batch, by_key: dict[str, Call]) -> dict[str, Reply | None]:
         if batch.status == "failed" and not batch.output_file_id:
-            if self.cache is not None:
-                self.cache.close_batch(digest)
             reasons = "; ".join(
                 e.message or e.code or "" for e in (batch.errors.data if batch.errors else []) or []
             )
             raise JudgeBackendError(
-                f"judge {self.judge.name}: batch {batch_id} failed: {reasons or 'no reason given'}"
+                f"judge {self.judge.name}: batch {batch.id} failed: {reasons or 'no reason given'}"
             )
-        replies = self._read(client, batch, {c.key: c for c in calls})
-        if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
-            self.cache.put_many(self.judge.backend, self.judge.model, replies)
-            self.cache.close_batch(digest)
-        logger().info(
-            "judge %s: batch %s %s: %d of %d answered",
-            self.judge.name,
-            batch_id,
-            batch.status,
-            sum(r.error is None for r in replies.values()),
-            len(calls),
-        )
-        return replies
-
-    def _read(self, client: openai.OpenAI, batch, by_key: dict[str, Call]) -> dict[str, Reply]:
-        replies: dict[str, Reply] = {}
+        replies: dict[str, Reply | None] = {}
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            for line in client.files.content(file_id).text.splitlines():
-                if not line.strip():
-                    continue
-                record = json.loads(line)
+            for line in self._client_sync().files.content(file_id).text.splitlines():
+                record = json.loads(line) if line.strip() else {}
                 call = by_key.get(record.get("custom_id"))
-                if call is None:
-                    continue
-                reply = self._reply(record, call)
-                if reply is not None:
-                    replies[call.key] = self._redacted(reply)
+                if call is not None:
+                    replies[call.key] = self._reply(record, call)
         return replies
 
     def _reply(self, record: dict, call: Call) -> Reply | None:
-        """One output line as a Reply; None where the request should go again (not reached, or refused for a
-        parameter now learned)."""
         response = record.get("response") or {}
         status, body = response.get("status_code"), response.get("body")
         if status == 200 and isinstance(body, dict):
@@ -173,9 +196,65 @@ class OpenAIBatchBackend(OpenAIBackend):
         error = (body or {}).get("error") if isinstance(body, dict) else None
         error = error or record.get("error") or {}
         code = error.get("code") if isinstance(error, dict) else None
-        if code in NOT_REACHED:
-            return None
-        if status is not None and (found := self._unsupported(status, json.dumps(body))):
-            self._learn(*found)
-            return None
-        return Reply(error=f"{TRANSPORT_FAILURE}batch: {code or status or 'no answer'}")
+        return None if code in NOT_REACHED else self._failed(code, status, body)
+
+
+class AnthropicBatchBackend(_Batches, AnthropicBackend):
+    """Anthropic's Message Batches (see the module)."""
+
+    def _client_sync(self):
+        if self._sync is None:
+            import anthropic
+
+            judge = self.judge
+            self._sync = anthropic.Anthropic(
+                api_key=self._key,
+                base_url=judge.base_url,
+                timeout=judge.timeout_s,
+                max_retries=judge.max_retries,
+                default_headers=dict(judge.extra_headers),
+            )
+        return self._sync
+
+    def request(self, call: Call) -> dict:
+        params = {
+            "model": self.judge.model,
+            "max_tokens": call.request.max_tokens,
+            "system": SYSTEM,
+            "messages": [{"role": "user", "content": call.request.prompt}],
+            **self.params(),
+            **self.judge.extra_body,
+        }
+        return {"custom_id": call.key, "params": params}
+
+    def _create(self, calls: list[Call]) -> str:
+        return self._client_sync().messages.batches.create(requests=[self.request(c) for c in calls]).id
+
+    def _retrieve(self, batch_id: str):
+        return self._client_sync().messages.batches.retrieve(batch_id)
+
+    def _ended(self, batch) -> bool:
+        return batch.processing_status == "ended"
+
+    def _results(self, batch, by_key: dict[str, Call]) -> dict[str, Reply | None]:
+        replies: dict[str, Reply | None] = {}
+        for line in self._client_sync().messages.batches.results(batch.id):
+            call = by_key.get(line.custom_id)
+            if call is None:
+                continue
+            result = line.result
+            if result.type == "succeeded":
+                replies[call.key] = parse_message(result.message.model_dump_json())
+            elif result.type == "errored":
+                error = result.error.error  # the error response's error: type, message
+                body = {"type": "error", "error": {"type": error.type, "message": error.message}}
+                replies[call.key] = self._failed(
+                    error.type, 400 if error.type == "invalid_request_error" else None, body
+                )
+            else:  # canceled, expired: not reached
+                replies[call.key] = None
+        return replies
+
+
+def batch_backend(judge: JudgeConfig, cache=None):
+    return (AnthropicBatchBackend if judge.backend == "anthropic" else OpenAIBatchBackend)(judge, cache)

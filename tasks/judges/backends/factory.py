@@ -14,7 +14,7 @@ def get_backend(judge: JudgeConfig, cache=None) -> Backend:
     if judge.backend == "programmatic":
         raise ValueError(f"judge {judge.name}: backend 'programmatic' takes no requests")
     if judge.batch:
-        from judgeops.tasks.judges.backends.batches import OpenAIBatchBackend
+        from judgeops.tasks.judges.backends.batches import batch_backend
 
-        return OpenAIBatchBackend(judge, cache)
+        return batch_backend(judge, cache)
     return plugins.load("judges", judge.backend)(judge)
