@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from openai_server import answer, completion, message  # noqa: E402  (this folder: run as a script)
+from openai_server import ServerProcess, answer, completion, message  # noqa: E402  (run as a script: this folder)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -260,33 +260,13 @@ def _file_object(file_id: str, name: str, size: int, purpose: str) -> dict:
     }
 
 
-class BatchServerProcess:
+class BatchServerProcess(ServerProcess):
     """This server in a child process (for tests): `.url`, `.batches_created()`, `.stop()`."""
 
-    def __init__(self, log: Path, *flags: str):
-        import subprocess
-
-        self.log = log
-        self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__)), "--log", str(log), *flags],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        line = self.proc.stdout.readline()
-        assert line.startswith("PORT "), line
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
+    script = Path(__file__)
 
     def batches_created(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [
-            e for e in map(json.loads, self.log.read_text().splitlines()) if e["event"] == "batch_created"
-        ]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        return [e for e in self.entries() if e["event"] == "batch_created"]
 
 
 def main() -> None:

@@ -423,10 +423,12 @@ class _NoLimit:
 class ServerProcess:
     """This server in a child process (for tests): `.url`, `.entries()` (the request log), `.stop()`."""
 
+    script = Path(__file__)  # a server of the same shape in another file: its subclass names it
+
     def __init__(self, log: Path, *flags: str):
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__)), "--log", str(log), *flags],
+            [sys.executable, str(self.script), "--log", str(log), *flags],
             stdout=subprocess.PIPE,
             text=True,
         )
