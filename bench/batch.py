@@ -93,6 +93,7 @@ def main() -> None:
     os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-bench")
     built = built_bank(args.items)
     import judgeops.tasks.judges.backends.batches  # noqa: F401 - both SDKs imported before anything is timed
+
     with section("bench/batch.py", args.write):
         print(
             f"{len(built[1]['variants'])} variants ({args.items} bank items) judged by one judge, pairwise; the test servers "

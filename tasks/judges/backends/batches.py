@@ -110,7 +110,7 @@ class _Batches:
         batch = self._retrieve(batch_id)
         while not self._ended(batch):
             time.sleep(self.judge.batch_poll_s)
-            if self.cache is not None:  # our claims on its calls stay fresh: no other host takes them for dead
+            if self.cache is not None:  # its calls' claims kept fresh: no other host takes them for dead
                 self.cache.release([])
             batch = self._retrieve(batch_id)
         return batch
