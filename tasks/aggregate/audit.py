@@ -46,7 +46,7 @@ refit(votes, labels, weights)
     - where it is not (the diagnostic's warning: a clique, a confounder, a mirror image that fits the votes as
       well), the labels are the better evidence: the head's weighted paired advantage must exceed `switch_z`
       (1.28: one-sided 90 %) standard errors. The exact test there gave back 7–11 of the points that ten labels
-      win on such panels (bench/audit.py).
+      win on such panels (a diagnosis run over bench/audit.py's draws; BENCHMARKS.md).
     The audited tasks keep their labels.
 """
 

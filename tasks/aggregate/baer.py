@@ -32,6 +32,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
@@ -251,7 +252,7 @@ class BAER(BinaryAggregator):
                     fitted = _Routing(self.seed, kind).fit(z[tr], delta[tr], y[tr])
                     route[kind][te] = fitted.reliability(z[te], delta[te])
         yk = y[idx]
-        lam = min(LAMBDAS, key=lambda lam: _log_loss(1 / (1 + np.exp(-stack[lam][idx])), yk > 0))
+        lam = min(LAMBDAS, key=lambda lam: _log_loss(expit(stack[lam][idx]), yk > 0))
         voted = np.sign(z[idx]) != 0
         right = (np.sign(z[idx]) == yk[:, None])[voted]
         losses = {kind: _log_loss(route[kind][idx][voted], right) for kind in ROUTERS}
