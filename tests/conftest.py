@@ -39,13 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow end-to-end tests first (a stable sort: file order otherwise). Under `-n 2` both workers start on
-    them and the quick tests fill in after, instead of the nine-minute README test starting near the end and
-    running alone (longest-first scheduling)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 def small_config(store_url: str, n_items: int = 48, llm: bool = False) -> EvaluateConfig:
     """A fast configuration for flow tests: every stage runs, on a few dozen items, with the call cache
     beside the store. The programmatic judges only, unless `llm`: then also the default panel's SmolLM2,
