@@ -89,7 +89,7 @@ CREATE TABLE IF NOT EXISTS claims (
     claimed REAL NOT NULL
 )
 """
-# provider batches (OpenAI's Batch API) in flight: recorded the moment one is created, under the digest of the
+# provider batches (OpenAI's Batch API, Anthropic's Message Batches) in flight: recorded the moment one is created, under the digest of the
 # call keys it answers, so a run that crashed or was cancelled while it waited resumes polling the same batch
 # instead of paying for the calls again
 _BATCHES = """

@@ -83,7 +83,7 @@ class _Batches:
         digest = batch_digest([c.key for c in calls])
         batch_id = self.cache.open_batch(digest) if self.cache is not None else None
         if batch_id is None:
-            batch_id = self._create(calls)
+            batch_id = self._create(calls, digest)
             if self.cache is not None:  # before anything else can go wrong: a rerun polls this batch
                 self.cache.record_batch(digest, self.kind, self.judge.model, batch_id, len(calls))
             logger().info("judge %s: batch %s created for %d calls", self.judge.name, batch_id, len(calls))
@@ -153,11 +153,10 @@ class OpenAIBatchBackend(_Batches, OpenAIBackend):
         }
         return {"custom_id": call.key, "method": "POST", "url": ENDPOINT, "body": body}
 
-    def _create(self, calls: list[Call]) -> str:
+    def _create(self, calls: list[Call], digest: str) -> str:
         client = self._client_sync()
         lines = "\n".join(json.dumps(self.request_line(c), ensure_ascii=False) for c in calls)
         upload = client.files.create(file=("judgeops-batch.jsonl", lines.encode()), purpose="batch")
-        digest = batch_digest([c.key for c in calls])
         return client.batches.create(
             input_file_id=upload.id,
             endpoint=ENDPOINT,
@@ -229,7 +228,7 @@ class AnthropicBatchBackend(_Batches, AnthropicBackend):
         }
         return {"custom_id": call.key, "params": params}
 
-    def _create(self, calls: list[Call]) -> str:
+    def _create(self, calls: list[Call], digest: str) -> str:
         return self._client_sync().messages.batches.create(requests=[self.request(c) for c in calls]).id
 
     def _retrieve(self, batch_id: str):
