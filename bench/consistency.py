@@ -101,7 +101,7 @@ def families(seeds: int, tasks: int, regimes: list[str], means: dict, calibratio
         acc: dict[str, list[float]] = {c: [] for c in ["best", *cols]}
         tau: dict[str, list[float]] = {c: [] for c in SCORED}
         chose, chose_scores = Counter(), Counter()
-        cal = calibration[regime] = {"error": [], "covered": [], "warned": []}
+        cal = calibration[regime] = {"error": [], "covered": [], "warned": [], "width": []}
         for seed in range(seeds):
             panel = make_panel(regime, n_tasks=tasks, seed=seed, family=True)
             acc["best"].append(best_single_judge(panel))
@@ -120,6 +120,7 @@ def families(seeds: int, tasks: int, regimes: list[str], means: dict, calibratio
                     truth = acc[col][-1]
                     cal["error"].append(estimate.estimate - truth)
                     cal["covered"].append(estimate.ci_low <= truth <= estimate.ci_high)
+                    cal["width"].append(estimate.ci_high - estimate.ci_low)
                     cal["warned"].append(not identifiability(est, estimate.estimate).identifiable)
             if regime in SCORE_REGIMES:
                 est = fit("auto", panel.votes, scores=True)
@@ -153,17 +154,19 @@ def calibration_table(calibration: dict) -> list[str]:
         "The accuracy of auto's consensus estimated without labels (tasks/aggregate/estimate.py), against the truth",
         "of the same draws: mean |estimate − truth|, mean (estimate − truth), the share of draws whose 90 % interval",
         'covers the truth, the share on which the identifiability diagnostic warned ("may not be resolvable without',
-        'labels"), and the mean |error| on the draws it did not warn on:',
+        "labels\"), the mean |error| on the draws it did not warn on, and the interval's mean width (on a warned",
+        "draw it spans the readings the warning leaves open):",
         "",
-        "| regime family | mean abs error | mean error | interval covers | warned | mean abs error, not warned |",
-        "|---|---|---|---|---|---|",
+        "| regime family | mean abs error | mean error | interval covers | warned | mean abs error, not warned "
+        "| interval width |",
+        "|---|---|---|---|---|---|---|",
     ]
     for regime, cal in calibration.items():
         err, warned = np.array(cal["error"]), np.array(cal["warned"], dtype=bool)
         quiet = f"{np.abs(err[~warned]).mean():.3f}" if (~warned).any() else "–"
         lines.append(
             f"| {LABELS[regime]} | {np.abs(err).mean():.3f} | {err.mean():+.3f} | {np.mean(cal['covered']):.0%} | "
-            f"{warned.mean():.0%} | {quiet} |"
+            f"{warned.mean():.0%} | {quiet} | {np.mean(cal['width']):.2f} |"
         )
     return lines
 

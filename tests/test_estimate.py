@@ -101,11 +101,44 @@ def test_good_judges_beside_a_clique_that_follows_a_confounder_are_flagged():
     assert set(auto.evidence_["agreeing_beyond"][:2]) <= good
 
 
+@pytest.mark.parametrize(
+    "regime, seed, alternative",
+    [
+        ("order_invariant_clique", 1, "chance"),  # estimate 0.98 (0.95–0.98 under the readings), truth 0.55
+        ("binary_confounded", 0, "chance"),  # estimate 1.00 (0.99–1.00), truth 0.49
+        ("below_chance_order", 4, "mirror"),  # estimate 0.74 (0.67–0.79), truth 0.20
+    ],
+)
+def test_an_unresolved_panel_s_interval_spans_the_readings_it_leaves_open(regime, seed, alternative):
+    """Where the diagnostic names what the consensus may follow instead of the truth, the interval spans the
+    consensus's accuracy under that alternative: down to chance (a second signal), or to the mirror image. On
+    these draws the readings' own interval excluded the truth; the point estimate stays the reading's."""
+    panel = make_panel(regime, n_tasks=1200, seed=seed, family=True)
+    keep = ["task", "worker", "label", *[c for c in ("run", "item") if c in panel.votes]]
+    auto = get_aggregator("auto").fit(panel.votes[keep])
+    true = accuracy(auto.labels_, panel.truth)
+    ident = identifiability(auto)
+    assert ident.alternatives == [alternative], ident.reasons
+    narrow = consensus_accuracy(auto, auto.labels_, ident.__class__(0.0, True))  # no alternative open
+    wide = consensus_accuracy(auto, auto.labels_)
+    assert not narrow.ci_low <= true <= narrow.ci_high, (narrow, true)
+    assert wide.ci_low <= true <= wide.ci_high and wide.estimate == narrow.estimate, (wide, true)
+    if alternative == "chance":
+        assert wide.ci_low == pytest.approx(0.5 - 1.6448536 * 0.5 / np.sqrt(1200), abs=1e-6)
+    else:
+        assert wide.ci_low <= 1 - narrow.ci_high and wide.ci_high >= narrow.ci_high
+        judges = judge_accuracy(auto, panel.votes[keep], ident)  # every judge's q ↦ 1 − q too
+        assert (
+            (judges["ci_low"] <= 1 - judges["estimate"]) & (1 - judges["estimate"] <= judges["ci_high"])
+        ).all()
+
+
 def test_a_resolvable_panel_gets_no_warning():
     panel = make_panel("versions", n_tasks=900, seed=0, family=True)
     auto = get_aggregator("auto").fit(columns(panel.votes))
     ident = identifiability(auto, 0.97)
     assert ident.identifiable and ident.warning == "" and ident.audit_k == 0 and ident.effective_judges > 3
+    assert ident.alternatives == []  # and the interval is the readings' own
 
 
 def test_the_audit_size_is_a_90_percent_margin_of_five_points():
@@ -129,6 +162,7 @@ def test_aggregate_json_prints_the_estimate_for_the_method_run(tmp_path, capsys)
             "reasons",
             "audit_k",
             "warning",
+            "alternatives",
         }
         assert set(out["judges_estimated_accuracy"]) == set(panel.votes["worker"])
     assert main(["aggregate", str(path), "--method", "auto"]) == 0

@@ -178,8 +178,9 @@ def _estimated(estimator, method: str, votes: pd.DataFrame, kind: str, labels: p
             auto = get_aggregator("auto").fit(votes)
         except ValueError as exc:
             return {"estimated_accuracy_unavailable": f"auto cannot read these votes: {exc}"}
-    est = consensus_accuracy(auto, labels)
-    judges = judge_accuracy(auto, votes)
+    open_alternatives = identifiability(auto)
+    est = consensus_accuracy(auto, labels, open_alternatives)
+    judges = judge_accuracy(auto, votes, open_alternatives)
     return {
         "estimated_accuracy": est.estimate,
         "estimated_accuracy_ci": [est.ci_low, est.ci_high],

@@ -110,7 +110,8 @@ def first_class_posterior(estimator, classes: tuple[str, str], tasks: pd.Index) 
 class AutoAggregator(BinaryAggregator):
     """Fitted: `choice_` (the reading taken), `reason_`, `evidence_` (dict of the numbers behind the
     choice), `candidates_` (name → fitted estimator), `posteriors_` (tasks × candidate: P(first class)),
-    `tie_breaks_` (rule → tasks it decided), `probas_`, `labels_`."""
+    `tie_breaks_` (rule → tasks it decided), `consistent_judge_votes_` (with perturbations: the most consistent
+    judge's mean vote per task, +1 the first class; else None), `probas_`, `labels_`."""
 
     def __init__(
         self,
@@ -171,7 +172,16 @@ class AutoAggregator(BinaryAggregator):
             measured = sig.loc[
                 (sig["order_pairs"] + sig["presentation_pairs"]) >= self.min_pairs, "implied_accuracy"
             ]
+        self.consistent_judge_votes_ = None
         if len(measured):
+            own = df[df["worker"].astype(str) == str(measured.idxmax())]
+            # for estimate.py's mirror bound: the most consistent judge's mean vote per task, +1 the first class
+            self.consistent_judge_votes_ = (
+                pd.Series(np.where(own["label"] == classes[0], 1.0, -1.0), index=own["task"].to_numpy())
+                .groupby(level=0)
+                .mean()
+                .reindex(tasks)
+            )
             evidence.update(
                 most_consistent_judge=str(measured.idxmax()),
                 best_implied_accuracy=float(measured.max()),
@@ -309,7 +319,7 @@ class AutoAggregator(BinaryAggregator):
         self.scores_, self.scale_ = chosen.scores_, getattr(chosen, "scale_", "rank")
         p = first_class_posterior(chosen, classes, chosen.probas_.index)
         self.posteriors_ = pd.DataFrame({name: p})
-        self.tie_breaks_ = {}
+        self.tie_breaks_, self.consistent_judge_votes_ = {}, None
         return self._finish(p.to_numpy(), p.index, classes)
 
 

@@ -26,6 +26,19 @@ votes alike (a tie or no decision: v_t = 0, as the scoring counts it). The 90 % 
   judges m ≈ 1 and this adds nothing.
 The first two are added in quadrature (normal interval); the last two widen the result to its hull.
 
+Where the identifiability diagnostic below names an alternative the votes cannot rule out, the interval also
+spans the consensus's accuracy under it (a set-identified quantity: the votes fit every reading in the set about
+equally, so the honest interval is their hull, and the point estimate keeps the reading taken):
+- `chance` — a second signal that the consensus may follow instead of the truth (a pair of judges agreeing beyond
+  it; judges whose consistency vouches for nothing). A consensus that follows a signal independent of the truth
+  is right on about half the tasks: ½ ± Z90 · ½/√n. (BENCHMARKS.md: regime families x and xi, where the reading
+  follows a surface preference or a binary confounder and its interval covered 0 % and 6 % of the draws.)
+- `mirror` — no judge vouches for a side, so the reading and its mirror image fit about equally: the mirrored
+  bounds 1 − high and 1 − low, and the consensus's agreement g with the most consistent judge taken back through
+  that judge's implied accuracy q on either side, ½ ± (g − ½)/(2q − 1) (if the judge is right with probability q
+  and errs independently of the consensus, g = aq + (1 − a)(1 − q)). With q near ½ this spans nearly [0, 1], which
+  is what such a panel says about its consensus (family v: the interval covered 10 % of the draws without it).
+
 When it cannot help. Every reading assumes something the votes cannot check: that consistent judges are better
 than chance, or that a group's shared error is a minority. Where the assumption fails the posterior is
 confident and wrong, and so is â (BENCHMARKS.md: the calibration table, per family). `identifiability` names
@@ -69,6 +82,7 @@ import pandas as pd
 from judgeops.tasks.aggregate.auto import SCORES, first_class_posterior
 
 Z90 = 1.6448536269514722  # the normal quantile of a two-sided 90 % interval
+CHANCE, MIRROR = "chance", "mirror"  # the alternatives an unresolved panel leaves open (module docstring)
 
 
 @dataclass(frozen=True)
@@ -87,13 +101,15 @@ class AccuracyEstimate:
 @dataclass(frozen=True)
 class Identifiability:
     """`effective_judges` (Σ 1/m_j), `identifiable` (no reason below applies), `reasons` (each a sentence),
-    `audit_k` (labelled tasks that would settle it) and `warning` (one line, empty when identifiable)."""
+    `audit_k` (labelled tasks that would settle it), `warning` (one line, empty when identifiable) and
+    `alternatives` (CHANCE, MIRROR: the readings the reasons leave open, which the accuracy interval spans)."""
 
     effective_judges: float
     identifiable: bool
     reasons: list[str] = field(default_factory=list)
     audit_k: int = 0
     warning: str = ""
+    alternatives: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -120,9 +136,10 @@ def _interval(v: np.ndarray, others: list[float]) -> AccuracyEstimate:
     return AccuracyEstimate(est, float(np.clip(low, 0, 1)), float(np.clip(high, 0, 1)), n)
 
 
-def consensus_accuracy(auto, labels: pd.Series) -> AccuracyEstimate:
+def consensus_accuracy(auto, labels: pd.Series, ident: Identifiability | None = None) -> AccuracyEstimate:
     """The accuracy of `labels` (task → class, `tie` or missing counted wrong) estimated under the reading a
-    fitted AutoAggregator chose, with its 90 % interval (module docstring)."""
+    fitted AutoAggregator chose, with its 90 % interval spanning the alternatives `ident` (auto's
+    identifiability diagnostic, computed when not given) leaves open (module docstring)."""
     classes, chosen = auto.classes_, auto.choice_
     posteriors = auto.posteriors_
     labels = labels.reindex(posteriors.index)
@@ -134,7 +151,34 @@ def consensus_accuracy(auto, labels: pd.Series) -> AccuracyEstimate:
     ]
     tempered = tempered_posterior(posteriors[chosen], shared_error_multiplicity(auto))
     others.append(float(_confidences(tempered, labels, classes).mean()))
-    return _interval(v, others)
+    if ident is None and getattr(auto, "input", "label") == "label":  # auto on scores has no such diagnostic
+        ident = identifiability(auto)
+    return _unresolved(_interval(v, others), auto, labels, ident.alternatives if ident else [])
+
+
+def _unresolved(est: AccuracyEstimate, auto, labels: pd.Series, alternatives: list[str]) -> AccuracyEstimate:
+    """`est` with its interval widened to the hull of the consensus's accuracy under each alternative reading
+    (module docstring)."""
+    if not alternatives or est.n == 0:
+        return est
+    bounds = [est.ci_low, est.ci_high]
+    if CHANCE in alternatives:
+        half = Z90 * 0.5 / np.sqrt(est.n)
+        bounds += [0.5 - half, 0.5 + half]
+    if MIRROR in alternatives:
+        bounds += [1.0 - est.ci_high, 1.0 - est.ci_low]
+        judge = auto.consistent_judge_votes_
+        q = auto.evidence_.get("best_implied_accuracy", 0.5)
+        if judge is not None and q > 0.5:
+            side = np.sign(judge.reindex(labels.index).to_numpy(dtype=float))
+            ours = labels.to_numpy()
+            both = (side != 0) & ~np.isnan(side) & np.isin(ours, auto.classes_)
+            if both.any():
+                g = float(np.mean((ours[both] == auto.classes_[0]) == (side[both] > 0)))
+                shift = (g - 0.5) / (2 * q - 1)
+                bounds += [0.5 + shift, 0.5 - shift]
+    low, high = np.clip([min(bounds), max(bounds)], 0.0, 1.0)
+    return AccuracyEstimate(est.estimate, float(low), float(high), est.n)
 
 
 def shared_error_multiplicity(auto) -> float:
@@ -154,9 +198,13 @@ def tempered_posterior(posterior: pd.Series, multiplicity: float) -> pd.Series:
     return 1.0 / (1.0 + np.exp(-np.log(p / (1 - p)) / max(multiplicity, 1.0)))
 
 
-def judge_accuracy(auto, votes: pd.DataFrame) -> pd.DataFrame:
-    """Per judge: its votes' accuracy estimated under auto's reading (every run a vote), with the 90 % interval;
-    columns worker, estimate, ci_low, ci_high, n."""
+def judge_accuracy(auto, votes: pd.DataFrame, ident: Identifiability | None = None) -> pd.DataFrame:
+    """Per judge: its votes' accuracy estimated under auto's reading (every run a vote), with the 90 % interval,
+    which spans the mirror image where `ident` (computed when not given) leaves it open; columns worker,
+    estimate, ci_low, ci_high, n."""
+    if ident is None and getattr(auto, "input", "label") == "label":
+        ident = identifiability(auto)
+    mirrored = ident is not None and MIRROR in ident.alternatives
     classes = auto.classes_
     post = auto.posteriors_
     used = votes[votes["label"].isin(classes)]
@@ -167,6 +215,10 @@ def judge_accuracy(auto, votes: pd.DataFrame) -> pd.DataFrame:
         v = {name: np.where(first, p[name].to_numpy(), 1.0 - p[name].to_numpy()) for name in post.columns}
         others = [float(v[n].mean()) for n in post.columns if n not in (auto.choice_, "mv")]
         est = _interval(v[auto.choice_], others)
+        if mirrored:  # every judge's q ↦ 1 − q
+            est = AccuracyEstimate(
+                est.estimate, min(est.ci_low, 1 - est.ci_high), max(est.ci_high, 1 - est.ci_low), est.n
+            )
         rows.append({"worker": worker, **est.as_dict()})
     return pd.DataFrame(rows, columns=["worker", "estimate", "ci_low", "ci_high", "n"])
 
@@ -189,7 +241,7 @@ def identifiability(
     ev, cwv = auto.evidence_, auto.candidates_["cwv"]
     m = cwv.multiplicity_
     n_eff = float((1.0 / m).sum())
-    reasons = []
+    reasons, alternatives = [], []
     perturbed = "best_implied_accuracy" in ev
     scored = auto.choice_ == SCORES  # CARE-Tensor models the groups the vote readings cannot tell apart
     if not perturbed and n_eff < 3:
@@ -209,12 +261,14 @@ def identifiability(
             f"{pair[2]:.2f}, more than either agrees with it): a second signal that they or the consensus follow "
             "instead of the truth"
         )
+        alternatives.append(CHANCE)
     if perturbed and ev["best_implied_accuracy"] < min_implied_accuracy:
         reasons.append(
             f"no judge keeps its verdict across orders and presentations well enough to vouch for a side (the most "
             f"consistent, {ev['most_consistent_judge']}, implies accuracy {ev['best_implied_accuracy']:.2f}): the "
             "consensus and its mirror image fit the votes about equally"
         )
+        alternatives.append(MIRROR)
     if perturbed:
         sig = cwv.signals_
         invariant = sig[(sig["order_pairs"] >= min_pairs) & (sig["order_consistency"] >= 1.0)].index
@@ -226,6 +280,7 @@ def identifiability(
                     f"the consensus leans on judges whose verdict never changed with the display order "
                     f"({', '.join(map(str, leaning[:4]))}): consistency by construction vouches for nothing"
                 )
+                alternatives.append(CHANCE)
         if ev["agreement_with_mv"].get("ds_position+cwv", 1.0) < 0.5:
             reasons.append(
                 "the consistency reading takes the other side from majority vote: right where most judges are "
@@ -255,4 +310,6 @@ def identifiability(
             f"this panel may not be resolvable without labels ({reasons[0]}); audit {k} items "
             f"(judgeops audit propose VOTES --k {k}) to confirm the consensus"
         )
-    return Identifiability(n_eff, not reasons, reasons, k if reasons else 0, warning)
+    return Identifiability(
+        n_eff, not reasons, reasons, k if reasons else 0, warning, sorted(set(alternatives))
+    )

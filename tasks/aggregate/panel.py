@@ -215,7 +215,8 @@ def estimated_accuracies(auto, task_labels: dict[str, pd.Series]) -> dict[str, A
     {} when auto could not fit the panel."""
     if auto is None:
         return {}
-    return {method: consensus_accuracy(auto, labels) for method, labels in task_labels.items()}
+    ident = identifiability(auto) if getattr(auto, "input", "label") == "label" else None
+    return {method: consensus_accuracy(auto, labels, ident) for method, labels in task_labels.items()}
 
 
 def panel_consistency(
