@@ -11,6 +11,8 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
   --rpm R [--burst-s B]  a provider's requests-per-minute limit: a token bucket of B seconds' worth (default
                        1), refilled R/60 a second; a request beyond it gets 429 and Retry-After (the seconds
                        until a token is back), as OpenAI's and Anthropic's rate limits do
+  --tpm T              a tokens-per-minute limit on the same terms, each request charged as OpenAI's limiter
+                       charges it before any generation: its messages' characters / 4 plus its max_tokens
   --malformed-marker S answer prompts containing S with a body that is not JSON
   --empty-marker S     answer prompts containing S with `"choices": []`
   --delay S            wait S seconds before answering each request (a slow model: time to kill a client)
@@ -182,13 +184,16 @@ class Handler(BaseHTTPRequestHandler):
             body.get("model"),
             sorted(k for k in body if k not in ("messages", "model")),
         )
+        self._charged = charged_tokens(body)
         with srv.lock:
             srv.seen += 1
             seen = srv.seen
             wait = srv.bucket.take() if srv.bucket else 0.0
+            if not wait and srv.tokens:
+                wait = srv.tokens.take(self._charged)
         if wait:
             headers = {"Retry-After": f"{wait:.3f}"}
-            return self._send(429, self._error("rate_limit_error", "rpm exceeded"), headers, prompt)
+            return self._send(429, self._error("rate_limit_error", "rate limit exceeded"), headers, prompt)
         with srv.slots:
             self._answer(srv, body, prompt, seen)
 
@@ -357,6 +362,7 @@ class Handler(BaseHTTPRequestHandler):
             "params": self._params,
             "headers": {k.lower(): v for k, v in self.headers.items() if k.lower().startswith("x-judgeops")},
             "t": time.time(),
+            "charged_tokens": getattr(self, "_charged", 0),
             "dropped": drop,
         }
         with srv.lock:
@@ -393,23 +399,38 @@ class Server(ThreadingHTTPServer):
         self.opts, self.seen, self.answered, self.lock = opts, 0, 0, threading.Lock()
         self.slots = threading.BoundedSemaphore(opts.max_concurrency) if opts.max_concurrency else _NoLimit()
         self.bucket = _Bucket(opts.rpm, opts.burst_s) if opts.rpm else None
+        self.tokens = _Bucket(opts.tpm, opts.burst_s) if opts.tpm else None
+
+
+def charged_tokens(body: dict) -> int:
+    """What a request costs against a tokens-per-minute limit before it runs: its messages' characters / 4 plus
+    the most it may generate (OpenAI's rate-limit estimate)."""
+    chars = 0
+    for message in body.get("messages", []):
+        content = message.get("content")
+        chars += (
+            len(content) if isinstance(content, str) else sum(len(b.get("text", "")) for b in content or [])
+        )
+    chars += len(body.get("system") or "") if isinstance(body.get("system"), str) else 0
+    most = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+    return int(chars / 4) + int(most)
 
 
 class _Bucket:
-    """The provider's rate limit: `take()` is 0 when a request may go, else the seconds until it could."""
+    """The provider's rate limit: `take(n)` is 0 when a request costing n may go, else the seconds until it could."""
 
     def __init__(self, per_minute: float, burst_s: float):
         self.rate, self.capacity = per_minute / 60, max(1.0, per_minute * burst_s / 60)
         self.level, self.stamp = self.capacity, time.monotonic()
 
-    def take(self) -> float:
+    def take(self, n: float = 1.0) -> float:
         now = time.monotonic()
         self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
         self.stamp = now
-        if self.level >= 1:
-            self.level -= 1
+        if self.level >= n:
+            self.level -= n
             return 0.0
-        return (1 - self.level) / self.rate
+        return (n - self.level) / self.rate
 
 
 class _NoLimit:
@@ -455,6 +476,7 @@ def main() -> None:
     parser.add_argument("--rate-limit", type=int, default=0)
     parser.add_argument("--retry-after", type=float, default=1)
     parser.add_argument("--rpm", type=float, default=0.0)
+    parser.add_argument("--tpm", type=float, default=0.0)
     parser.add_argument("--burst-s", type=float, default=1.0)
     parser.add_argument("--malformed-marker", default="")
     parser.add_argument("--empty-marker", default="")

@@ -158,3 +158,33 @@ def test_concurrency_slots_are_held_across_the_fleet(prefect_server):
         return seen
 
     assert asyncio.run(order()) == ["a in", "a out", "b in", "b out"]
+
+
+TPM = 180_000  # 72 calls of ~340 tokens: about 7 s
+
+
+def test_a_token_budget_is_one_for_the_fleet_too(prefect_server, server_factory, built, tmp_path):
+    """`tpm`: each request takes its tokens as the provider charges them before it runs (the messages'
+    characters / 4 plus max tokens) from the budget's token rate limit on the Prefect server. Against a server
+    allowing TPM tokens a minute (429 + Retry-After beyond): no 429, and the tokens served after the first
+    second's burst come at 0.9–1.1 × the limit."""
+    server = server_factory("--tpm", str(TPM), "--burst-s", "2")
+    judge = http_judge(server.url, max_concurrency=8, limit=LimitConfig(name="tokens", tpm=TPM))
+    assert Limiter(judge).fleet
+    judge_all(built, judge, tmp_path / "calls.sqlite")
+    entries = server.entries()
+    ok = sorted((e["t"], e["charged_tokens"]) for e in entries if e["status"] == 200)
+    assert len(ok) == 72 and not [e for e in entries if e["status"] == 429]
+    burst = TPM / 60  # the fleet's rate limit holds one second's tokens
+    spent = sum(tokens for _, tokens in ok)
+    span = ok[-1][0] - ok[0][0]
+    rate = (spent - burst) / span * 60
+    print(f"{spent} tokens in {span:.1f} s: {rate:.0f} a minute beyond the first second's burst")
+    assert spent > 4 * burst and 0.9 * TPM <= rate <= 1.1 * TPM, (spent, span, rate)
+
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200"}
+    prefect = str(Path(sys.executable).parent / "prefect")
+    listed = subprocess.run([prefect, "gcl", "ls"], env=env, capture_output=True, text=True)
+    assert listed.returncode == 0 and "tokens-tpm" in listed.stdout, listed.stdout + listed.stderr
