@@ -311,6 +311,32 @@ def stub_throughput(stub_log: Path, since: float) -> tuple[int, float]:
     return len(times), (len(times) - 1) / (times[-1] - times[0])
 
 
+def bare_client_rate(url: str, calls: int, in_flight: int, stub_log: Path) -> float:
+    """The stub's attainable rate: `calls` small chat completions from a bare asyncio httpx client keeping
+    `in_flight` requests open (no SDK, no parsing beyond the status), measured from the stub's log as the judges'
+    rate is. The stub's own per-request work inside a slot makes this a little below concurrency / latency."""
+    import asyncio
+
+    import httpx
+
+    body = {"model": "bare", "messages": [{"role": "user", "content": "Answer A or B."}], "max_tokens": 1}
+
+    async def run() -> None:
+        gate = asyncio.Semaphore(in_flight)
+        limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+
+            async def one() -> None:
+                async with gate:
+                    (await client.post("/chat/completions", json=body)).raise_for_status()
+
+            await asyncio.gather(*(one() for _ in range(calls)))
+
+    since = time.time()
+    asyncio.run(run())
+    return stub_throughput(stub_log, since)[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=100_000)
@@ -361,11 +387,13 @@ def measure(args, work: Path) -> None:
         stub_log, "--delay", str(args.latency_ms / 1000), "--max-concurrency", str(args.stub_concurrency)
     )
     try:
+        results: dict[str, dict] = {}
+        bare = bare_client_rate(server.url, 1200, 4 * args.stub_concurrency, stub_log)
+        say(f"bare client: {bare:.0f} calls/s")
         t0 = time.perf_counter()
         write_items(work / "items.jsonl", args.pairs)
         say(f"items: {args.pairs} in {time.perf_counter() - t0:.1f} s")
         (work / "config.json").write_text(json.dumps(config_for(args, work, server.url)))
-        results: dict[str, dict] = {}
         for name in ("ingest", "construct"):
             results[name] = child(work, name, env)
             say(name, _brief(results[name]))
@@ -393,14 +421,14 @@ def measure(args, work: Path) -> None:
         server.stop()
     key = "bench/scale.py" if len(runners) > 1 else f"bench/scale.py on {runners[0]}"
     with section("bench/scale.py", args.write, prefix="", key=key):
-        report(args, results, judge, stub, sizes)
+        report(args, results, judge, stub, sizes, bare)
 
 
 def _brief(r: dict) -> str:
     return f"{r['wall_s']:.1f} s, stage process {r['stage_mb']:.0f} MB, tree {r['tree_mb']:.0f} MB"
 
 
-def report(args, results: dict, judge: dict, stub: dict, sizes: dict) -> None:
+def report(args, results: dict, judge: dict, stub: dict, sizes: dict, bare: float) -> None:
     ceiling = args.stub_concurrency / (args.latency_ms / 1000)
     rows = results["judge"]["rows"]
     print(
@@ -429,22 +457,30 @@ def report(args, results: dict, judge: dict, stub: dict, sizes: dict) -> None:
     )
     print("\nThe judge stage per task runner (shards of at most 2,000 units of one judge):\n")
     print(
-        "| judge stage on | panel | wall s | shards | mean s per shard | stub calls | stub calls/s | ÷ ceiling |"
+        "| judge stage on | panel | wall s | shards | mean s per shard | stub calls | stub calls/s | ÷ ceiling "
+        "| ÷ bare client |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for panel, table in (("12 judges", judge), ("4 stub judges", stub)):
         for runner, r in table.items():
             times = [t for _, t, _ in r["shards"]]
             mean = sum(times) / len(times) if times else float("nan")
             calls = r.get("stub_calls")
-            rate = f"{r['stub_rate']:.0f} | {r['stub_rate'] / ceiling:.2f}" if calls else "– | –"
+            rate = (
+                f"{r['stub_rate']:.0f} | {r['stub_rate'] / ceiling:.2f} | {r['stub_rate'] / bare:.2f}"
+                if calls
+                else "– | – | –"
+            )
             print(
                 f"| {runner} | {panel} | {r['wall_s']:.1f} | {len(r['shards'])} | {mean:.2f} | "
                 f"{calls if calls else '–'} | {rate} |"
             )
     print(
         "\nstub calls/s: answered calls over the span from the first to the last (the rate while the stage is "
-        "calling; the stage's wall also holds its start-up and the write of `verdicts`)."
+        "calling; the stage's wall also holds its start-up and the write of `verdicts`). The bare client: "
+        f"1,200 small completions from an asyncio httpx client keeping {4 * args.stub_concurrency} open, in the "
+        f"same run: {bare:.0f} calls/s ({bare / ceiling:.2f} of the ceiling), what the stub serves a client "
+        "that costs nothing."
     )
     project(args, results, judge, stub, ceiling)
 

@@ -23,6 +23,7 @@ import io
 import json
 import logging
 import signal
+import tempfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -34,12 +35,12 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from judgeops import __version__
-from judgeops.data_contracts import ContractViolation
+from judgeops.data_contracts import ContractParts, ContractViolation
 from judgeops.data_contracts import check_contract as run_contract
 from judgeops.schemas import liveness
 from judgeops.schemas.artifacts import ArtifactSchema, base_name, schema_for
 from judgeops.schemas.names import check_component, check_relative
-from judgeops.schemas.stream import TableStream
+from judgeops.schemas.stream import RowGroupWriter, TableStream, regrouped
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +273,7 @@ class ArtifactStore:
     def write(
         self,
         name: str,
-        data: pd.DataFrame | pa.Table,
+        data: pd.DataFrame | pa.Table | TableStream,
         *,
         parents: Mapping[str, ArtifactRef] | None = None,
         params: Mapping[str, Any] | None = None,
@@ -282,7 +283,9 @@ class ArtifactStore:
         check_contract: bool = True,
         quarantine: pd.DataFrame | None = None,
     ) -> ArtifactRef:
-        """Check schema and contract, write Parquet atomically, then the manifest.
+        """Check schema and contract, write Parquet atomically, then the manifest. A TableStream is written
+        one row group at a time (`_write_stream`): the same bytes, hash and contract, never the whole table
+        in memory.
 
         Rows failing a row-level rule marked `quarantine` go to `<name>__quarantine` with the
         reason, together with `quarantine` (rows the stage itself set aside, e.g. unreadable
@@ -292,25 +295,19 @@ class ArtifactStore:
         """
         liveness.raise_if_signalled()
         spec = schema_for(name)
-        table = to_arrow(name, data, spec)
         parents = dict(parents or {})
+        if isinstance(data, TableStream):
+            return self._write_stream(
+                name, spec, data, parents, params, stage, stage_key, related, quarantine
+            )
+        table = to_arrow(name, data, spec)
         if check_contract and name == base_name(name):
             # zero-copy view for the contract: the columns stay Arrow arrays
             outcome = run_contract(name, table.to_pandas(types_mapper=pd.ArrowDtype), related=related or {})
             self._put_json(self._artifact_rel(name, ".validation.json"), outcome.validation)
             self.observer.contract_checked(outcome)
-            if not outcome.passed and quarantine is not None and len(quarantine):
-                # the rows set aside are often why the contract broke (an unreadable file): keep them, say so
-                self._write_quarantine(name, quarantine, parents, params, stage)
-                reason = quarantine["quarantine_reason"].iloc[0] if "quarantine_reason" in quarantine else ""
-                raise ContractViolation(
-                    name,
-                    outcome.message()
-                    + f"\n  {len(quarantine)} input rows were set aside to {name}__quarantine"
-                    + (f", e.g. {reason}" if reason else ""),
-                    outcome.stop_failures,
-                )
-            outcome.raise_if_stopped()
+            if not outcome.passed:
+                self._stopped(name, outcome, quarantine, parents, params, stage)
             if outcome.quarantined is not None and len(outcome.quarantined):
                 table = to_arrow(name, outcome.clean, spec)
                 quarantine = pd.concat(
@@ -326,11 +323,84 @@ class ArtifactStore:
             f"{name}__quarantine", rows, parents=parents, params=params, stage=stage, check_contract=False
         )
 
+    def _write_stream(
+        self, name, spec, stream, parents, params, stage, stage_key, related, quarantine
+    ) -> ArtifactRef:
+        """`write` for a TableStream. Its frames are regrouped into parts of ROW_GROUP rows; each part is
+        converted to the schema, checked against the contract (row numbers counted from the part's first row;
+        the keys' uniqueness across parts checked here, as GX sees one part at a time), its clean rows written
+        as whole row groups of ROW_GROUP rows to a temporary file, so the file's bytes — and its hash — are those
+        `_write_table` gives the whole table. A stop rule broken in any part raises as `write` does."""
+        parts, rows, checked = [], 0, ContractParts(name, spec.key)
+        with tempfile.TemporaryDirectory(prefix="judgeops-stream-") as tmp:
+            path = f"{tmp}/{name}.parquet"
+            with RowGroupWriter(path, spec.schema.remove_metadata(), ROW_GROUP) as writer:
+                for frame in regrouped(stream, ROW_GROUP):
+                    table = to_arrow(name, frame, spec)
+                    if name == base_name(name):
+                        view = table.to_pandas(types_mapper=pd.ArrowDtype)
+                        outcome = run_contract(name, view, related=related or {}, first_row=rows)
+                        checked.add(outcome, view)
+                        if not outcome.passed:
+                            self._put_json(self._artifact_rel(name, ".validation.json"), checked.validation())
+                            self._stopped(name, outcome, quarantine, parents, params, stage)
+                        if outcome.quarantined is not None and len(outcome.quarantined):
+                            parts.append(outcome.quarantined)
+                            table = to_arrow(name, outcome.clean, spec)
+                    rows += frame.shape[0]
+                    writer.write(table)
+            if (
+                not rows
+            ):  # nothing to stream: the whole-table path, whose contract says what an empty table breaks
+                return self.write(
+                    name,
+                    spec.schema.empty_table(),
+                    parents=parents,
+                    params=params,
+                    stage=stage,
+                    stage_key=stage_key,
+                    related=related,
+                    quarantine=quarantine,
+                )
+            if name == base_name(name):
+                validation = checked.finish()
+                self._put_json(self._artifact_rel(name, ".validation.json"), validation.validation)
+                self.observer.contract_checked(validation)
+                validation.raise_if_stopped()
+            with open(path, "rb") as fh:
+                payload = fh.read()
+        quarantine = (
+            pd.concat([q for q in (quarantine, *parts) if q is not None], ignore_index=True)
+            if (quarantine is not None or parts)
+            else None
+        )
+        if quarantine is not None and len(quarantine):
+            self._write_quarantine(name, quarantine, parents, params, stage)
+        return self._commit(name, spec, payload, writer.rows, parents, params, stage, stage_key)
+
+    def _stopped(self, name, outcome, quarantine, parents, params, stage) -> None:
+        """Raise the ContractViolation of a stop rule, keeping the rows the stage set aside: they are often why
+        the contract broke (an unreadable file), and the message says so."""
+        if quarantine is not None and len(quarantine):
+            self._write_quarantine(name, quarantine, parents, params, stage)
+            reason = quarantine["quarantine_reason"].iloc[0] if "quarantine_reason" in quarantine else ""
+            raise ContractViolation(
+                name,
+                outcome.message()
+                + f"\n  {len(quarantine)} input rows were set aside to {name}__quarantine"
+                + (f", e.g. {reason}" if reason else ""),
+                outcome.stop_failures,
+            )
+        outcome.raise_if_stopped()
+
     def _write_table(self, name, spec, table, parents, params, stage, stage_key) -> ArtifactRef:
         buf = io.BytesIO()
         # no pandas metadata: the same content gives the same bytes (and hash) whatever dtypes it came from
         pq.write_table(table.replace_schema_metadata(None), buf, row_group_size=ROW_GROUP)
-        payload = buf.getvalue()
+        return self._commit(name, spec, buf.getvalue(), table.num_rows, parents, params, stage, stage_key)
+
+    def _commit(self, name, spec, payload, rows, parents, params, stage, stage_key) -> ArtifactRef:
+        """Write the Parquet bytes atomically, then the manifest (the commit)."""
         rel = self._artifact_rel(name, ".parquet")
         self._put_atomic(rel, payload)
         ref = ArtifactRef(
@@ -338,7 +408,7 @@ class ArtifactStore:
             run_id=self.run_id,
             path=rel,
             sha256=hashlib.sha256(payload).hexdigest(),
-            rows=table.num_rows,
+            rows=rows,
         )
         manifest = {
             **ref.model_dump(),

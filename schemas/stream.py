@@ -1,7 +1,8 @@
 """Tables a stage reads by row group instead of whole (`Stage.streamed`): a `TableStream` gives a new pass
 over the table's rows, one pandas frame per row group, each time it is iterated. Code that takes rows
 accepts a DataFrame or a stream alike (`frames`), so tests and small runs pass frames and a 100k-pair
-run keeps only the row groups in flight plus what the stage builds from them.
+run keeps only the row groups in flight plus what the stage builds from them. A stage may also return a
+TableStream (the judge stage's shards): the store writes it by row group (`regrouped`, `RowGroupWriter`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 
 @dataclass(frozen=True)
@@ -58,3 +61,57 @@ def unite_codes(parts: list[pd.Series], sort: bool = False) -> tuple[np.ndarray,
         remap = np.append(categories.get_indexer(np.asarray(uniques, dtype=object)), -1)  # −1 stays −1
         codes.append(remap[part_codes])
     return (np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)), categories
+
+
+def regrouped(rows: Rows, size: int) -> Iterator[pd.DataFrame]:
+    """The rows of a table in frames of exactly `size` rows (the last one fewer), whatever frames it comes in."""
+    pending: list[pd.DataFrame] = []
+    count = 0
+    for frame in frames(rows):
+        if not len(frame):
+            continue
+        pending.append(frame)
+        count += len(frame)
+        while count >= size:
+            whole = (
+                pd.concat(pending, ignore_index=True)
+                if len(pending) > 1
+                else pending[0].reset_index(drop=True)
+            )
+            yield whole.iloc[:size]
+            rest = whole.iloc[size:]
+            pending, count = ([rest] if len(rest) else []), len(rest)
+    if count:
+        yield pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0].reset_index(drop=True)
+
+
+class RowGroupWriter:
+    """Arrow tables to a Parquet file in row groups of exactly `size` rows (the last one fewer), as
+    `pq.write_table(whole, row_group_size=size)` cuts the whole table: the same bytes, whatever sizes the tables
+    come in, with at most one row group's rows held here. `rows`: how many were written."""
+
+    def __init__(self, path: str, schema: pa.Schema, size: int):
+        self.path, self.schema, self.size = path, schema, size
+        self.pending: list[pa.Table] = []
+        self.rows = 0
+
+    def __enter__(self) -> RowGroupWriter:
+        self.writer = pq.ParquetWriter(self.path, self.schema)
+        return self
+
+    def write(self, table: pa.Table) -> None:
+        self.pending.append(table.cast(self.schema))
+        held = sum(t.num_rows for t in self.pending)
+        while held >= self.size:
+            whole = pa.concat_tables(self.pending).combine_chunks()
+            self._put(whole.slice(0, self.size))
+            self.pending, held = [whole.slice(self.size)], held - self.size
+
+    def _put(self, table: pa.Table) -> None:
+        self.writer.write_table(table.combine_chunks(), row_group_size=self.size)
+        self.rows += table.num_rows
+
+    def __exit__(self, kind, *rest) -> None:
+        if kind is None and sum(t.num_rows for t in self.pending):
+            self._put(pa.concat_tables(self.pending))
+        self.writer.close()

@@ -140,7 +140,8 @@ def run_stage(
             related=related,
             quarantine=set_aside.get(name + QUARANTINE_SUFFIX),
         )
-        related[name] = df
+        if isinstance(df, pd.DataFrame):  # a stream (the judge stage's shards) is no later output's parent
+            related[name] = df
         if store.exists(name + QUARANTINE_SUFFIX):  # rows set aside are outputs too: reused with the rest
             refs[name + QUARANTINE_SUFFIX] = store.ref(name + QUARANTINE_SUFFIX)
     why = incomplete(outputs) if incomplete else None

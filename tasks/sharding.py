@@ -12,16 +12,14 @@ import time
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 from prefect import flow, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
 from judgeops.config import ShardingConfig, StagesConfig
 from judgeops.schemas.store import ArtifactStore
+from judgeops.schemas.stream import TableStream
 from judgeops.tasks.judges.runner import (
     Plan,
-    PlanRunner,
     Shard,
     judge_shard,
     shard_plan,
@@ -98,23 +96,33 @@ def task_runner(sharding: ShardingConfig):
     return DaskTaskRunner(cluster_kwargs={"n_workers": sharding.dask_workers, "threads_per_worker": 1})
 
 
-def shards_runner(
-    store: ArtifactStore,
-    sharding: ShardingConfig,
-    batch_size: int,
-    cache_path: str | None,
-    stages: StagesConfig | None,
-    code: str,
-) -> PlanRunner:
+class ShardsRunner:
     """A PlanRunner that shards the plan, saves the work orders in the store, judges them on the configured
-    task runner (`judge-shards`), and returns their rows in plan order (the unsharded rows) as this run's;
-    the saved shards are removed once read. `code` (the judge stage's code fingerprint) is part of each
-    shard's key, so a shard saved by other code is not read back."""
+    task runner (`judge-shards`), and returns their rows in plan order (the unsharded rows) as a TableStream
+    over the saved shards: the stage writes `verdicts` from it one row group at a time, so no process holds
+    every verdict at once. `cleanup()` removes the saved shards once the stage has written them (or failed).
+    `code` (the judge stage's code fingerprint) is part of each shard's key, so a shard saved by other code is
+    not read back."""
 
-    def run(plan: Plan) -> pd.DataFrame:
-        shards = shard_plan(plan, sharding.units_per_shard, code)
+    def __init__(
+        self,
+        store: ArtifactStore,
+        sharding: ShardingConfig,
+        batch_size: int,
+        cache_path: str | None,
+        stages: StagesConfig | None,
+        code: str,
+    ):
+        self.store, self.sharding, self.batch_size = store, sharding, batch_size
+        self.cache_path, self.stages, self.code = cache_path, stages, code
+        self.shards: list[Shard] = []
+
+    def __call__(self, plan: Plan) -> TableStream | pd.DataFrame:
+        store, sharding = self.store, self.sharding
+        shards = shard_plan(plan, sharding.units_per_shard, self.code)
         if not shards:
             return pd.DataFrame()
+        self.shards += shards
         written: set[str] = set()  # blocks of units put in the store by this run
         for shard in shards:
             if not store.has_blob(f"{SHARDS}/{shard.key}.parquet"):
@@ -129,20 +137,23 @@ def shards_runner(
         )
         keys = [s.key for s in shards]
         flow_ = judge_shards.with_options(task_runner=task_runner(sharding))
-        saved = flow_(keys, store.url, store.run_id, batch_size, cache_path, stages)
-        # one Arrow table, then one conversion: pandas shares each distinct string (a judge's name, a verdict,
-        # a variant id across judges) instead of one copy per shard file
-        tables = [pq.read_table(io.BytesIO(store.get_blob(rel))) for rel in saved]
-        rows = pa.concat_tables(tables, promote_options="default").to_pandas()
-        for shard in shards:
+        saved = flow_(keys, store.url, store.run_id, self.batch_size, self.cache_path, self.stages)
+        run_id = store.run_id
+        return TableStream(
+            lambda: (pd.read_parquet(io.BytesIO(store.get_blob(rel))).assign(run_id=run_id) for rel in saved)
+        )
+
+    def cleanup(self) -> None:
+        """Remove this run's saved shards, their work orders and their blocks of units."""
+        store = self.store
+        for shard in self.shards:
             store.remove_blob(f"{SHARDS}/{shard.key}.parquet")
             store.remove_blob(f"{SHARDS}/{shard.key}.json")
-        for block in {shard.block for shard in shards}:
+        for block in {shard.block for shard in self.shards}:
             store.remove_blob(f"{UNITS}/{block}.parquet")
-        store.remove_empty_folder(UNITS)
-        return rows.assign(run_id=store.run_id)
-
-    return run
+        if self.shards:
+            store.remove_empty_folder(UNITS)
+        self.shards = []
 
 
 # in the store: <key>.npz, the matrix a bootstrap's blocks resample, until the profile stage ends

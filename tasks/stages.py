@@ -49,7 +49,7 @@ from judgeops.tasks.log import logger
 from judgeops.tasks.profile.panel import profile_panel
 from judgeops.tasks.report import publish, render_report, render_samples, sample_records
 from judgeops.tasks.runner import Refs, Stage, run_stage
-from judgeops.tasks.sharding import blocks_runner, shards_runner
+from judgeops.tasks.sharding import ShardsRunner, blocks_runner
 
 INGEST = Stage("ingest", code=("judgeops.tasks.ingest.items",))
 CONSTRUCT = Stage("construct", ("judgeops.tasks.construct.build",), ("items",), ("external_pairs",))
@@ -224,7 +224,7 @@ def judge_stage(
     verdicts are computed, not what they are."""
     sharded = sharding is not None and sharding.runner != "inline"
     run_plan = (
-        shards_runner(store, sharding, batch_size, cache_path, stages, JUDGE.fingerprint())
+        ShardsRunner(store, sharding, batch_size, cache_path, stages, JUDGE.fingerprint())
         if sharded
         else None
     )
@@ -233,17 +233,23 @@ def judge_stage(
         n = transport_failures(outputs["verdicts"])
         return f"{n} judge calls got no answer (not cached); a rerun retries exactly those" if n else None
 
-    return run_stage(
-        store,
-        JUDGE,
-        JUDGE.select(artifacts),
-        {"judges": judges, "cost": cost},
-        lambda t: {
-            "verdicts": judge_all(t, judges, store.run_id, batch_size, _Progress, cache_path, cost, run_plan)
-        },
-        reuse,
-        incomplete=incomplete,
-    )
+    try:
+        return run_stage(
+            store,
+            JUDGE,
+            JUDGE.select(artifacts),
+            {"judges": judges, "cost": cost},
+            lambda t: {
+                "verdicts": judge_all(
+                    t, judges, store.run_id, batch_size, _Progress, cache_path, cost, run_plan
+                )
+            },
+            reuse,
+            incomplete=incomplete,
+        )
+    finally:  # sharded: `verdicts` was written from the saved shards, which go now
+        if run_plan is not None:
+            run_plan.cleanup()
 
 
 @task(name="robustness", cache_policy=NO_CACHE)

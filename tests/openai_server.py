@@ -15,7 +15,7 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
                        charges it before any generation: its messages' characters / 4 plus its max_tokens
   --malformed-marker S answer prompts containing S with a body that is not JSON
   --empty-marker S     answer prompts containing S with `"choices": []`
-  --delay S            wait S seconds before answering each request (a slow model: time to kill a client)
+  --delay S            answer each request S seconds after it takes its slot (a slow model: time to kill a client)
   --max-concurrency K  answer at most K requests at once; the others wait their turn (a served model's
                        capacity: with --delay, its ceiling is K / delay requests per second)
   --fail-5xx K         answer the first K requests with 503 (no Retry-After): a burst of server errors
@@ -176,6 +176,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         srv: Server = self.server  # type: ignore[assignment]
+        self._due = 0.0  # set when the request takes its slot (_answer)
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
         self._anthropic = self.path.split("?")[0].endswith("/messages")
         content = body["messages"][-1]["content"]
@@ -198,8 +199,9 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(srv, body, prompt, seen)
 
     def _answer(self, srv: Server, body: dict, prompt: str, seen: int) -> None:
-        if srv.opts.delay:
-            time.sleep(srv.opts.delay)
+        # a served model's latency: the reply leaves `delay` after the request took its slot, however long this
+        # process took to compose it (so the ceiling is K / delay, not K / (delay + this server's own work))
+        self._due = time.monotonic() + srv.opts.delay
         if seen <= srv.opts.rate_limit:
             return self._send(
                 429,
@@ -351,6 +353,9 @@ class Handler(BaseHTTPRequestHandler):
         (after --die-after answers) never sent: the log is what clients received, plus (status 0) the
         responses whose client had already gone."""
         srv: Server = self.server  # type: ignore[assignment]
+        wait = getattr(self, "_due", 0.0) - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         entry = {
             "sha256": hashlib.sha256(prompt.encode()).hexdigest(),
             "prompt": prompt[:60],

@@ -8,14 +8,15 @@ import pandas as pd
 
 from judgeops.config import JudgeConfig, Price
 from judgeops.schemas.artifacts import FAILURE_CAUSES
+from judgeops.schemas.stream import Rows, frames
 from judgeops.tasks.judges.calls import PROTOCOL_FAILURE, TRANSPORT_FAILURE
 from judgeops.tasks.judges.cost import cost_columns
 from judgeops.tasks.judges.runner import select_subset
 
 
-def transport_failures(verdicts: pd.DataFrame) -> int:
+def transport_failures(verdicts: Rows) -> int:
     """Rows whose call never got an answer (timeouts, 5xx, refused connections): not cached, retried on rerun."""
-    return int(verdicts["error"].fillna("").str.startswith(TRANSPORT_FAILURE).sum())
+    return sum(int(f["error"].fillna("").str.startswith(TRANSPORT_FAILURE).sum()) for f in frames(verdicts))
 
 
 _CONNECTION = (

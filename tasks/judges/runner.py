@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops.config import CostConfig, JudgeConfig, rubric_of
+from judgeops.schemas.stream import Rows, TableStream, joined
 from judgeops.tasks.judges.backends.base import Backend
 from judgeops.tasks.judges.backends.factory import get_backend
 from judgeops.tasks.judges.cache import CallCache, open_cache
@@ -37,7 +38,7 @@ ProgressFn = Callable[[int, int, int, int], None]  # (calls done, calls total, e
 # what judging takes: (the judge as configured, the judge as asked (its protocol for this part), its units)
 Plan = list[tuple[JudgeConfig, JudgeConfig, list[Unit]]]
 # runs a plan, returns its verdict rows in plan order (default: _judge_units in this process)
-PlanRunner = Callable[[Plan], list[dict]]
+PlanRunner = Callable[[Plan], "list[dict] | pd.DataFrame | TableStream"]  # rows, or a stream of them (shards)
 RESPONSE = "response:"  # the unit id prefix of an examinee answer judged alone
 
 
@@ -361,9 +362,10 @@ def judge_variants(
     cache_path: str | None = None,
     budget: Budget | None = None,
     run_plan: PlanRunner | None = None,
-) -> pd.DataFrame:
+) -> Rows:
     """Every judge on every variant (or on its `max_pairs` subset). `run_plan`: how the plan is run (sharded
-    on a task runner: tasks/stages.py); by default here, in order."""
+    on a task runner: tasks/sharding.py, whose rows come back as a stream of the shards' frames); by default
+    here, in order."""
     context = pairs[["pair_id", "item_id"]].merge(items[["item_id", "question", "gold"]], on="item_id")
     context = context[["pair_id", "question", "gold"]]
     if external_pairs is not None and len(external_pairs):  # published pairs: a question, no reference answer
@@ -381,9 +383,20 @@ def judge_variants(
         every = units if judge.max_pairs is None else every
         plan.append((judge, judge, units))
     run_plan = run_plan or (lambda p: _judge_units(p, run_id, batch_size, progress, cache_path, budget))
-    out = pd.DataFrame(run_plan(plan))
+    return _as_rows(run_plan(plan))
+
+
+def _as_rows(rows) -> Rows:
+    """A plan's rows as a frame with float probability columns, or (sharded) a stream of such frames."""
+    if isinstance(rows, TableStream):
+        return rows.map(_floats)
+    return _floats(pd.DataFrame(rows))
+
+
+def _floats(out: pd.DataFrame) -> pd.DataFrame:
     for col in ("p_first", "flip_rate", "p_first_sd"):
-        out[col] = out[col].astype(float)
+        if col in out:
+            out[col] = out[col].astype(float)
     return out
 
 
@@ -405,7 +418,7 @@ def judge_responses(
     batch_size: int = 500,
     budget: Budget | None = None,
     run_plan: PlanRunner | None = None,
-) -> pd.DataFrame:
+) -> Rows:
     """Every judge says whether each examinee answer is correct, the answer shown alone (protocol
     `response_check`: one yes/no; programmatic judges apply their own notion of a good answer). A judge with
     `max_pairs` judges a fixed sample of that many responses. One `verdicts` row per judge and response,
@@ -426,7 +439,7 @@ def judge_responses(
         for judge in judges
     ]
     run_plan = run_plan or (lambda p: _judge_units(p, run_id, batch_size, progress, cache_path, budget))
-    return pd.DataFrame(run_plan(plan))
+    return _as_rows(run_plan(plan))
 
 
 def judge_all(
@@ -438,7 +451,7 @@ def judge_all(
     cache_path: str | None = None,
     cost: CostConfig | None = None,
     run_plan: PlanRunner | None = None,
-) -> pd.DataFrame:
+) -> Rows:
     """The judge stage's `verdicts`: every judge on every displayed variant (`variants`, `pairs`, `items`,
     optionally `external_pairs`), then on every examinee answer shown alone (`responses`, when given).
     `progress(what)` gives the progress callback of each part; `cost.max_cost` bounds what the new calls of
@@ -469,6 +482,8 @@ def judge_all(
             budget=budget,
             run_plan=run_plan,
         )
+        if isinstance(verdicts, TableStream) or isinstance(on_responses, TableStream):
+            return joined(verdicts, on_responses)
         verdicts = pd.concat([verdicts, on_responses], ignore_index=True)
     return verdicts
 
