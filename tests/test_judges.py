@@ -1,4 +1,5 @@
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -149,3 +150,31 @@ def test_a_max_pairs_sample_is_fixed_and_balanced_over_error_types():
     assert chosen["error_type"].nunique() == 4
     again = select_subset(built["variants"], 8, "smollm2-135m", built["pairs"])
     assert again["variant_id"].tolist() == sample["variant_id"].tolist()
+
+
+def test_a_unit_list_reads_as_the_list_of_units_it_stands_for():
+    """units_for keeps the texts in their columns and makes Units as they are read: the same units, slices and
+    errors as a list of them."""
+    from judgeops.tasks.judges.protocols import Unit
+    from judgeops.tasks.judges.runner import UnitList, units_for
+
+    n = 5_003  # more than two chunks, and not a multiple of one
+    variants = pd.DataFrame(
+        {
+            "variant_id": [f"v{i}" for i in range(n)],
+            "text_a": [f"a{i}" for i in range(n)],
+            "text_b": [f"b{i}" for i in range(n)],
+        },
+        index=range(10, 10 + n),  # an index that is not 0..n-1, as a subset's is
+    ).astype({"text_a": "string[pyarrow]"})
+    question = pd.Series([f"q{i % 7}" for i in range(n)], index=variants.index)
+    reference = pd.Series([""] * n, index=variants.index)
+    units = units_for(variants, question, reference)
+    listed = [Unit(f"v{i}", f"q{i % 7}", f"a{i}", f"b{i}", "") for i in range(n)]
+    assert isinstance(units, UnitList) and len(units) == n and list(units) == listed
+    assert units[0] == listed[0] and units[-1] == listed[-1] and units[2_500] == listed[2_500]
+    for cut in (slice(0, 2_000), slice(4_000, 9_999), slice(3, 3), slice(-10, None), slice(1, 50, 7)):
+        assert list(units[cut]) == listed[cut] and len(units[cut]) == len(listed[cut])
+    assert list(units[100:3_000][5:10]) == listed[100:3_000][5:10]  # a slice of a slice
+    with pytest.raises(IndexError):
+        units[n]
