@@ -96,8 +96,8 @@ class ContractParts:
         self.quarantine: list[dict] = []
         self.hashes: list = []
 
-    def add(self, outcome: ContractOutcome, part: pd.DataFrame) -> None:
-        """One part's outcome; `part`, the rows it checked."""
+    def add(self, outcome: ContractOutcome) -> None:
+        """One part's outcome."""
         import numpy as np
 
         v = outcome.validation

@@ -297,8 +297,9 @@ class ArtifactStore:
         spec = schema_for(name)
         parents = dict(parents or {})
         if isinstance(data, TableStream):
+            check = check_contract and name == base_name(name)
             return self._write_stream(
-                name, spec, data, parents, params, stage, stage_key, related, quarantine
+                name, spec, data, parents, params, stage, stage_key, related, quarantine, check
             )
         table = to_arrow(name, data, spec)
         if check_contract and name == base_name(name):
@@ -324,58 +325,47 @@ class ArtifactStore:
         )
 
     def _write_stream(
-        self, name, spec, stream, parents, params, stage, stage_key, related, quarantine
+        self, name, spec, stream, parents, params, stage, stage_key, related, quarantine, check
     ) -> ArtifactRef:
         """`write` for a TableStream. Its frames are regrouped into parts of ROW_GROUP rows; each part is
         converted to the schema, checked against the contract (row numbers counted from the part's first row;
-        the keys' uniqueness across parts checked here, as GX sees one part at a time), its clean rows written
-        as whole row groups of ROW_GROUP rows to a temporary file, so the file's bytes — and its hash — are those
-        `_write_table` gives the whole table. A stop rule broken in any part raises as `write` does."""
-        parts, rows, checked = [], 0, ContractParts(name, spec.key)
+        the keys' uniqueness across parts checked by ContractParts, as GX sees one part at a time), and its clean
+        rows written as whole row groups of ROW_GROUP rows to a temporary file, so the file's bytes — and its
+        hash — are those `_write_table` gives the whole table. A stop rule broken in any part raises as `write`
+        does; an empty stream goes the whole-table way, whose contract says what an empty table breaks."""
+        set_aside, rows, checked = [], 0, ContractParts(name, spec.key)
         with tempfile.TemporaryDirectory(prefix="judgeops-stream-") as tmp:
             path = f"{tmp}/{name}.parquet"
             with RowGroupWriter(path, spec.schema.remove_metadata(), ROW_GROUP) as writer:
                 for frame in regrouped(stream, ROW_GROUP):
                     table = to_arrow(name, frame, spec)
-                    if name == base_name(name):
+                    if check:
                         view = table.to_pandas(types_mapper=pd.ArrowDtype)
                         outcome = run_contract(name, view, related=related or {}, first_row=rows)
-                        checked.add(outcome, view)
+                        checked.add(outcome)
                         if not outcome.passed:
                             self._put_json(self._artifact_rel(name, ".validation.json"), checked.validation())
                             self._stopped(name, outcome, quarantine, parents, params, stage)
                         if outcome.quarantined is not None and len(outcome.quarantined):
-                            parts.append(outcome.quarantined)
+                            set_aside.append(outcome.quarantined)
                             table = to_arrow(name, outcome.clean, spec)
-                    rows += frame.shape[0]
+                    rows += len(frame)
                     writer.write(table)
-            if (
-                not rows
-            ):  # nothing to stream: the whole-table path, whose contract says what an empty table breaks
+            if not rows:
+                kept = {"parents": parents, "params": params, "stage": stage, "stage_key": stage_key}
                 return self.write(
-                    name,
-                    spec.schema.empty_table(),
-                    parents=parents,
-                    params=params,
-                    stage=stage,
-                    stage_key=stage_key,
-                    related=related,
-                    quarantine=quarantine,
+                    name, spec.schema.empty_table(), related=related, quarantine=quarantine, **kept
                 )
-            if name == base_name(name):
-                validation = checked.finish()
-                self._put_json(self._artifact_rel(name, ".validation.json"), validation.validation)
-                self.observer.contract_checked(validation)
-                validation.raise_if_stopped()
+            if check:
+                outcome = checked.finish()
+                self._put_json(self._artifact_rel(name, ".validation.json"), outcome.validation)
+                self.observer.contract_checked(outcome)
+                outcome.raise_if_stopped()
             with open(path, "rb") as fh:
                 payload = fh.read()
-        quarantine = (
-            pd.concat([q for q in (quarantine, *parts) if q is not None], ignore_index=True)
-            if (quarantine is not None or parts)
-            else None
-        )
-        if quarantine is not None and len(quarantine):
-            self._write_quarantine(name, quarantine, parents, params, stage)
+        kept = [q for q in (quarantine, *set_aside) if q is not None and len(q)]
+        if kept:
+            self._write_quarantine(name, pd.concat(kept, ignore_index=True), parents, params, stage)
         return self._commit(name, spec, payload, writer.rows, parents, params, stage, stage_key)
 
     def _stopped(self, name, outcome, quarantine, parents, params, stage) -> None:
