@@ -33,6 +33,7 @@ from judgeops.config import (
     ShardingConfig,
     StagesConfig,
 )
+from judgeops.data_contracts import ContractViolation
 from judgeops.schemas.store import ArtifactRef, ArtifactStore, StoreError
 from judgeops.schemas.stream import Rows, gather
 from judgeops.tasks.aggregate.panel import aggregate_panel
@@ -234,7 +235,7 @@ def judge_stage(
         return f"{n} judge calls got no answer (not cached); a rerun retries exactly those" if n else None
 
     try:
-        return run_stage(
+        refs = run_stage(
             store,
             JUDGE,
             JUDGE.select(artifacts),
@@ -247,9 +248,15 @@ def judge_stage(
             reuse,
             incomplete=incomplete,
         )
-    finally:  # sharded: `verdicts` was written from the saved shards, which go now
+    except ContractViolation:  # verdicts that broke their contract are not kept for a rerun to read back
         if run_plan is not None:
             run_plan.cleanup()
+        raise
+    # sharded: `verdicts` is written from the saved shards, which go now; a run stopped before (a signal, a
+    # shard that failed) keeps them, so its rerun judges only the shards not saved
+    if run_plan is not None:
+        run_plan.cleanup()
+    return refs
 
 
 @task(name="robustness", cache_policy=NO_CACHE)
