@@ -65,6 +65,10 @@ def unite_codes(parts: list[pd.Series], sort: bool = False) -> tuple[np.ndarray,
 
 def regrouped(rows: Rows, size: int) -> Iterator[pd.DataFrame]:
     """The rows of a table in frames of exactly `size` rows (the last one fewer), whatever frames it comes in."""
+
+    def one(parts: list[pd.DataFrame]) -> pd.DataFrame:
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+
     pending: list[pd.DataFrame] = []
     count = 0
     for frame in frames(rows):
@@ -73,16 +77,12 @@ def regrouped(rows: Rows, size: int) -> Iterator[pd.DataFrame]:
         pending.append(frame)
         count += len(frame)
         while count >= size:
-            whole = (
-                pd.concat(pending, ignore_index=True)
-                if len(pending) > 1
-                else pending[0].reset_index(drop=True)
-            )
+            whole = one(pending)
             yield whole.iloc[:size]
             rest = whole.iloc[size:]
             pending, count = ([rest] if len(rest) else []), len(rest)
     if count:
-        yield pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0].reset_index(drop=True)
+        yield one(pending)
 
 
 class RowGroupWriter:

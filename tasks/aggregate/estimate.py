@@ -151,8 +151,7 @@ def consensus_accuracy(auto, labels: pd.Series, ident: Identifiability | None = 
     ]
     tempered = tempered_posterior(posteriors[chosen], shared_error_multiplicity(auto))
     others.append(float(_confidences(tempered, labels, classes).mean()))
-    if ident is None and getattr(auto, "input", "label") == "label":  # auto on scores has no such diagnostic
-        ident = identifiability(auto)
+    ident = ident if ident is not None else diagnosis(auto)
     return _unresolved(_interval(v, others), auto, labels, ident.alternatives if ident else [])
 
 
@@ -181,6 +180,11 @@ def _unresolved(est: AccuracyEstimate, auto, labels: pd.Series, alternatives: li
     return AccuracyEstimate(est.estimate, float(low), float(high), est.n)
 
 
+def diagnosis(auto) -> Identifiability | None:
+    """`identifiability(auto)`, or None for auto on scores, which has no such diagnostic."""
+    return identifiability(auto) if getattr(auto, "input", "label") == "label" else None
+
+
 def shared_error_multiplicity(auto) -> float:
     """The largest effective multiplicity of a judge's shared error: Σ_k max(0, sin(π ρ_jk / 2)) over cwv's
     residual correlations of the votes (module docstring); 1 where auto read the scores (CARE-Tensor models
@@ -202,8 +206,7 @@ def judge_accuracy(auto, votes: pd.DataFrame, ident: Identifiability | None = No
     """Per judge: its votes' accuracy estimated under auto's reading (every run a vote), with the 90 % interval,
     which spans the mirror image where `ident` (computed when not given) leaves it open; columns worker,
     estimate, ci_low, ci_high, n."""
-    if ident is None and getattr(auto, "input", "label") == "label":
-        ident = identifiability(auto)
+    ident = ident if ident is not None else diagnosis(auto)
     mirrored = ident is not None and MIRROR in ident.alternatives
     classes = auto.classes_
     post = auto.posteriors_

@@ -23,7 +23,7 @@ from judgeops.schemas.stream import Rows, frames, unite_codes
 from judgeops.schemas.vocabulary import NO_VOTES, TIE, UNAVAILABLE
 from judgeops.tasks.aggregate._base import DEFAULT_CLASSES
 from judgeops.tasks.aggregate.consistency import RUN_COLUMNS, SIGNALS, consistency_signals
-from judgeops.tasks.aggregate.estimate import AccuracyEstimate, consensus_accuracy, identifiability
+from judgeops.tasks.aggregate.estimate import AccuracyEstimate, consensus_accuracy, diagnosis, identifiability
 from judgeops.tasks.aggregate.registry import (
     BINARY_ONLY,
     USES_RUNS,
@@ -215,7 +215,7 @@ def estimated_accuracies(auto, task_labels: dict[str, pd.Series]) -> dict[str, A
     {} when auto could not fit the panel."""
     if auto is None:
         return {}
-    ident = identifiability(auto) if getattr(auto, "input", "label") == "label" else None
+    ident = diagnosis(auto)  # once for every method's labels
     return {method: consensus_accuracy(auto, labels, ident) for method, labels in task_labels.items()}
 
 
