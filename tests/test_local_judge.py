@@ -40,6 +40,40 @@ def test_a_verdict_is_one_forward_pass_over_the_choice_tokens(smollm2):
     assert replies["k1"].probs != replies["k2"].probs
 
 
+def test_prompts_that_share_a_prefix_reuse_its_cache_with_the_same_verdicts(smollm2):
+    """Scored together, the prompts of a pair's variants compute only what the previous prompt did not:
+    the same verdicts as each prompt scored alone, probabilities equal to float rounding."""
+    backend = LocalBackend(smollm2)
+    questions = ["What is 2 + 2?", "A train goes 60 km in 1.5 hours. What is its speed in km/h?"]
+    answers = [
+        ("2 + 2 = 4. The answer is 4.", "2 + 2 = 5. The answer is 5."),
+        ("60 / 1.5 = 40, so 40 km/h.", "60 * 1.5 = 90, so 90 km/h."),
+    ]
+    calls = []
+    for q, (right, wrong) in zip(questions, answers, strict=True):
+        for style in ("", "Step by step: "):
+            for first, second in ((right, wrong), (wrong, right)):
+                prompt = pairwise(q, style + first, style + second, False)
+                calls.append(Call(f"k{len(calls)}", "u", 0, Request(prompt, 1, ("A", "B"))))
+    alone = {c.key: backend.complete([c])[c.key] for c in calls}
+
+    computed = []
+    model = backend.model
+
+    def counting(input_ids, **kwargs):
+        computed.append(input_ids.shape[1])
+        return model(input_ids, **kwargs)
+
+    backend.model = counting
+    together = backend.complete(calls[::-1])  # any order: the backend sorts them
+    assert sum(computed) < 0.8 * sum(r.tokens for r in together.values())  # the shared tokens not recomputed
+    for key, reply in alone.items():
+        assert together[key].tokens == reply.tokens
+        assert together[key].probs == pytest.approx(reply.probs, abs=1e-4)
+        verdict = max(reply.probs, key=reply.probs.get)
+        assert max(together[key].probs, key=together[key].probs.get) == verdict
+
+
 def test_generation_for_rationales_and_blind_solutions(smollm2):
     backend = LocalBackend(smollm2)
     reply = backend.complete([Call("k", "u", 0, Request("Say hello in one word.", 5))])["k"]
