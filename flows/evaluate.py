@@ -20,9 +20,11 @@ from prefect.input import RunInput
 from pydantic import BaseModel
 
 from judgeops.config import EvaluateConfig, config_for_run, panel_hint, scaled_to_limit
+from judgeops.flows.batches import resolve_batch_wait, suspend_for_batches
 from judgeops.flows.clock import now, run_date
 from judgeops.flows.observer import PrefectObserver
 from judgeops.schemas.store import ArtifactStore, new_run_id
+from judgeops.tasks.judges.backends import BatchPending
 from judgeops.tasks.log import logger
 from judgeops.tasks.people_stages import audit_stage, labels_in, people_stage
 from judgeops.tasks.runner import Refs
@@ -136,7 +138,7 @@ def evaluate(
     config = scaled_to_limit(config_for_run(config, config_file))
     as_of, started = run_date(as_of), now()  # the run's one clock: stages are given these
     store = ArtifactStore(config.store.url, observer=PrefectObserver())
-    # a suspended run (waiting for the audit's labels) continues its store run when Prefect resumes it
+    # a suspended run (waiting for the audit's labels, a provider batch) continues its store run when resumed
     store.run_id = store.suspended_run(runtime.flow_run.id) or new_run_id(as_of)
     logger().info("run %s: store %s", store.run_id, store.display_path(f"runs/{store.run_id}"))
     if all(j.backend == "programmatic" for j in config.judges):
@@ -147,17 +149,22 @@ def evaluate(
         artifacts: Refs = ingest_stage.with_options(**ops)(store, config, as_of, reuse)
         ingest_summary_stage(store, artifacts)
         artifacts |= construct_stage.with_options(**ops)(store, artifacts, config.construction, reuse, cache)
-        artifacts |= judge_stage.with_options(**ops)(
-            store,
-            artifacts,
-            config.judges,
-            config.batch_size,
-            reuse,
-            cache,
-            config.cost,
-            config.sharding,
-            config.stages,
-        )  # sharding: where the judging runs (here, a thread pool, Dask), not what it computes
+        # a provider batch: suspend while it runs where the run can be resumed (flows/batches.py)
+        judges = resolve_batch_wait(config.judges)
+        try:  # sharding: where the judging runs (here, a thread pool, Dask), not what it computes
+            artifacts |= judge_stage.with_options(**ops)(
+                store,
+                artifacts,
+                judges,
+                config.batch_size,
+                reuse,
+                cache,
+                config.cost,
+                config.sharding,
+                config.stages,
+            )
+        except BatchPending as pending:  # the batch watcher resumes the run when they have ended
+            suspend_for_batches(store, pending, record, min(j.batch_poll_s for j in judges if j.batch))
         artifacts |= validate_stage.with_options(**ops)(
             store, artifacts, config.judges, reuse, config.cost.prices
         )

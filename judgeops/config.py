@@ -367,10 +367,18 @@ class JudgeConfig(_Strict):
     batch: bool = Field(
         False,
         description="hosted: send the calls the cache misses as one provider batch (OpenAI's Batch API, Anthropic's "
-        "Message Batches: about half the price, answered within 24 h) instead of one by one; the run waits, polling",
+        "Message Batches: about half the price, answered within 24 h) instead of one by one",
     )
     batch_poll_s: float = Field(
         30.0, gt=0, description="batch: seconds between two looks at a batch's status"
+    )
+    batch_wait: Literal["auto", "poll", "suspend"] = Field(
+        "auto",
+        description="batch: how a run waits for its batch. suspend: the run is suspended (its worker freed) and "
+        "the judgeops-batches deployment looks at the batch every batch_poll_s (at least a minute) and resumes "
+        "the run when it has ended; poll: the run's process polls it; auto (default): suspend in a deployment's "
+        "run where the judgeops-batches deployment exists, else poll. Not part of any key: where a run waits "
+        "does not change its verdicts",
     )
     max_pairs: int | None = Field(
         None,

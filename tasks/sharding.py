@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from judgeops.config import ShardingConfig, StagesConfig
 from judgeops.schemas.store import ArtifactStore
 from judgeops.schemas.stream import TableStream
+from judgeops.tasks.judges.backends import BatchPending
 from judgeops.tasks.judges.runner import (
     Plan,
     Shard,
@@ -73,13 +74,22 @@ def judge_shards(
     stages: StagesConfig | None = None,
 ) -> list[str]:
     """Every shard as a task on this flow's task runner (a thread pool or Dask), with the stages' retries and
-    timeout; where each shard's rows were saved, in shard order. Its parameters are the shards' keys: the
+    timeout; where each shard's rows were saved, in shard order (BatchPending naming every shard's provider batch
+    still running, where judges wait for theirs by suspending the run). Its parameters are the shards' keys: the
     work orders themselves are in the store."""
     shard_task = judge_shard_task.with_options(**stage_options(stages or StagesConfig()))
     futures = shard_task.map(
         keys, unmapped(store_url), unmapped(run_id), unmapped(batch_size), unmapped(cache_path)
     )
-    return [f.result() for f in futures]
+    saved, pending = [], []
+    for future in futures:  # every shard's provider batches named, not only the first shard's
+        try:
+            saved.append(future.result())
+        except BatchPending as waiting:
+            pending += waiting.batches
+    if pending:
+        raise BatchPending(pending)
+    return saved
 
 
 def task_runner(sharding: ShardingConfig):

@@ -221,8 +221,9 @@ def judge_stage(
     stages: StagesConfig | None = None,
 ) -> Refs:
     """Every judge on every unit: here, in order, or (sharding.runner threads | dask) in shards on that task
-    runner (`judge-shards`). The sharding settings are not part of the stage's key: they change where the
-    verdicts are computed, not what they are."""
+    runner (`judge-shards`). The sharding settings and how a judge waits for its provider batch (`batch_wait`,
+    resolved by the flow) are not part of the stage's key: they change where and how the verdicts are computed,
+    not what they are. A batch still running where the judge waits by suspending raises BatchPending."""
     sharded = sharding is not None and sharding.runner != "inline"
     run_plan = (
         ShardsRunner(store, sharding, batch_size, cache_path, stages, JUDGE.fingerprint())
@@ -239,7 +240,7 @@ def judge_stage(
             store,
             JUDGE,
             JUDGE.select(artifacts),
-            {"judges": judges, "cost": cost},
+            {"judges": [j.model_copy(update={"batch_wait": "auto"}) for j in judges], "cost": cost},
             lambda t: {
                 "verdicts": judge_all(
                     t, judges, store.run_id, batch_size, _Progress, cache_path, cost, run_plan

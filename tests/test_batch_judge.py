@@ -126,6 +126,39 @@ def test_a_request_that_failed_in_the_batch_is_counted_and_asked_again(
     assert server.batches_created()[-1]["n"] == failed and len(again) == len(verdicts)
 
 
+def test_judges_that_wait_by_suspending_create_every_batch_then_say_what_the_run_waits_for(
+    built, tmp_path, batch_server
+):
+    """`batch_wait: suspend`: no judge polls. Each creates its batch (the id in the cache at once) and the stage
+    raises BatchPending naming both batches; once they have ended, the same stage reads them: one batch per judge
+    in all, the verdicts complete."""
+    from judgeops.tasks.judges.backends import BatchPending
+    from judgeops.tasks.judges.runner import judge_variants
+
+    items, b = built
+    server = batch_server("--batch-s", "2")
+    judges = [  # two models: no call of one is a call of the other
+        batch_judge(server.url, name=f"gpt-{i}", model=f"m{i}", batch_wait="suspend", max_pairs=3 + i)
+        for i in range(2)
+    ]
+    cache = str(tmp_path / "batch.sqlite")
+
+    def judge():
+        return judge_variants(b["variants"], b["pairs"], items, judges, "r", cache_path=cache)
+
+    with pytest.raises(BatchPending) as waiting:
+        judge()
+    created = server.batches_created()
+    assert [w["judge"] for w in waiting.value.batches] == ["gpt-0", "gpt-1"]
+    assert [w["batch_id"] for w in waiting.value.batches] == [c["id"] for c in created]
+    with pytest.raises(BatchPending):  # looked at again before they end: still waiting, nothing sent again
+        judge()
+    time.sleep(2.5)
+    verdicts = judge()
+    assert server.batches_created() == created and len(verdicts) == 6 * (3 + 4)
+    assert verdicts["error"].isna().all()
+
+
 def test_an_evaluation_with_a_batch_judge(tmp_path, batch_server, prefect_server):
     """The whole flow: the batch judge's calls go as one batch, its verdicts and coverage are complete, and its
     cost is at the batch prices."""

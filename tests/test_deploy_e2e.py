@@ -85,7 +85,8 @@ def server_and_worker(tmp_path_factory):
     """The server, a worker and the deployments for this module's tests (SQLite under PREFECT_HOME)."""
     home = tmp_path_factory.mktemp("prefect-home")
     user = tmp_path_factory.mktemp("user-folder")  # where the user runs `judgeops deploy`, not the checkout
-    with deployed(home, user) as (env, api, log):
+    # the batch stub checks no key; the OpenAI SDK on the worker wants one
+    with deployed(home, user, OPENAI_API_KEY="sk-test-deployed") as (env, api, log):
         yield env, api, log, user
 
 
@@ -696,3 +697,62 @@ def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_
     bad.write_text("judges: 7\n")
     refused = deploy_with(bad)
     assert refused.returncode != 0 and "broken.yaml" in refused.stdout + refused.stderr
+
+
+def test_an_evaluation_waits_for_its_provider_batch_without_holding_a_worker(server_and_worker, tmp_path):
+    """A batch judge in a deployment's run: the run creates its batch and suspends (its process ends, the worker is
+    free); the judgeops-batches watcher looks at the batch, schedules its next look while it runs, and resumes the
+    run once it has ended; the resumed run continues the same store run and reads the batch: one batch created in
+    all, the judge's verdicts complete, `judgeops.batch.completed` emitted."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from tests.openai_batch_server import BatchServerProcess
+
+    env, api, log, user = server_and_worker
+    batches = BatchServerProcess(tmp_path / "batches.jsonl", "--batch-s", "10")
+    try:
+        store_url = str(tmp_path / "store")
+        config = small_config(store_url, n_items=24)
+        judge = http_judge(batches.url, name="gpt-batch", batch=True, batch_poll_s=3, max_pairs=4)
+        config = config.model_copy(update={"judges": [*config.judges, judge]})
+        config.robustness.injection = (
+            False  # the probe's own batch is polled in-process (not what this checks)
+        )
+
+        def state_when(client, done, seconds=300):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                state = client.read_flow_run(run.id).state
+                if done(state):
+                    return state
+                time.sleep(1)
+            return state
+
+        with temporary_settings({PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+            run = run_deployment(
+                "evaluate/evaluate-weekly",
+                parameters={"as_of": "2026-11-02", "config": config.model_dump(mode="json")},
+                timeout=0,
+            )
+            state = state_when(client, lambda s: s.is_paused() or s.is_final())
+            assert state.name == "Suspended", (state, log.read_text()[-4000:])
+            assert len(batches.batches_created()) == 1  # created before the run suspended
+            state = state_when(client, lambda s: s.is_final())
+            assert state.is_completed(), (state, log.read_text()[-4000:])
+            looks = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["watch-batches"])))
+            events = client.request(
+                "POST", "/events/filter", json={"filter": {"event": {"name": ["judgeops.batch.completed"]}}}
+            ).json()["events"]
+        (created,) = batches.batches_created()  # read by the resumed run, never sent again
+        assert looks and all(look.state.is_completed() for look in looks)
+        assert [e["payload"]["batch_id"] for e in events] == [created["id"]]
+        (record,) = [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "evaluate"]
+        assert record["status"] == "completed"
+        verdicts = ArtifactStore(store_url, record["run_id"]).read_pandas("verdicts")
+        mine = verdicts[verdicts["judge_id"] == "gpt-batch"]
+        assert len(mine) == created["n"] == 4 * 6 and mine["error"].isna().all()
+    finally:
+        batches.stop()

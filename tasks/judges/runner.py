@@ -26,7 +26,7 @@ import pandas as pd
 
 from judgeops.config import CostConfig, JudgeConfig, rubric_of
 from judgeops.schemas.stream import Rows, TableStream, joined
-from judgeops.tasks.judges.backends.base import Backend
+from judgeops.tasks.judges.backends.base import Backend, BatchPending
 from judgeops.tasks.judges.backends.factory import get_backend
 from judgeops.tasks.judges.cache import CallCache, open_cache
 from judgeops.tasks.judges.calls import Call, Reply, make_call
@@ -332,7 +332,9 @@ def _judge_units(
 ) -> list[dict]:
     """The one judging skeleton: each (judge, the judge as asked, its units) in turn, programmatic judges
     directly in batches, LLM judges through the call cache in small chunks; one `verdicts` row per unit. A
-    call that fails gets a row with the error, never no row."""
+    call that fails gets a row with the error, never no row. A judge whose provider batch is still running
+    (BatchPending: it waits by suspending the run) does not stop the others: each judge after it is judged
+    (its calls cached, its batch created), then BatchPending names every batch the run waits for."""
     total = sum(len(units) for _, _, units in plan)
     rows: list[dict] = []
     done = errors = hits = 0
@@ -342,6 +344,7 @@ def _judge_units(
         if cache_path and any(j.backend != "programmatic" for j, _, _ in plan)
         else None
     )
+    pending: list[dict] = []
     try:
         for judge, asked, units in plan:
             if judge.backend == "programmatic":
@@ -360,7 +363,11 @@ def _judge_units(
                     report(base[0] + min(n, answered + cached), total, base[1] + failed, base[2] + cached)
 
                 chunk = min(batch_size, max(8, 4 * judge.max_concurrency))  # LLM calls are slow: small chunks
-                judged = run_judge(asked, units, cache, chunk_size=chunk, progress=tick, budget=budget)
+                try:
+                    judged = run_judge(asked, units, cache, chunk_size=chunk, progress=tick, budget=budget)
+                except BatchPending as waiting:
+                    pending += waiting.batches
+                    continue
                 done += n
                 hits += sum(j.cache_hits for j in judged.values())
             errors += sum(j.decision.verdict is None for j in judged.values())
@@ -370,6 +377,8 @@ def _judge_units(
     finally:
         if cache is not None:
             cache.close()
+    if pending:
+        raise BatchPending(pending)
     return rows
 
 

@@ -5,7 +5,7 @@ with transformers) share this one method; programmatic judges read the units dir
 come here (see tasks/judges/programmatic.py). `get_backend` (factory.py) picks one from a judge's config.
 """
 
-from judgeops.tasks.judges.backends.base import Backend, JudgeBackendError
+from judgeops.tasks.judges.backends.base import Backend, BatchPending, JudgeBackendError
 from judgeops.tasks.judges.backends.factory import get_backend
 
-__all__ = ["Backend", "JudgeBackendError", "get_backend"]
+__all__ = ["Backend", "BatchPending", "JudgeBackendError", "get_backend"]

@@ -18,8 +18,11 @@ those requests go again without it. Any other failed request is a transport fail
 (`transport: batch: <code>`): never cached, counted in coverage, asked again by a rerun. A batch that fails as a
 whole (its file refused) raises JudgeBackendError with the provider's reasons.
 
-The polling holds the flow run's worker while it waits: a batch that takes hours keeps a process sleeping (not
-calling) for hours. The run can be cancelled and rerun at any time without paying twice.
+How the run waits (`batch_wait`). `poll`: this process looks at the batch every `batch_poll_s` until it ends,
+holding its worker (a batch that takes hours keeps a process sleeping for hours). `suspend`: a batch that has not
+ended when first looked at raises BatchPending; the evaluate flow suspends the run (the worker is freed) and the
+batch watcher resumes it once the batch has ended (flows/batches.py); the resumed run finds the batch here, in the
+cache, and reads it. Either way the run can be cancelled and rerun at any time without paying twice.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import openai
 
 from judgeops.config import JudgeConfig
 from judgeops.tasks.judges.backends.anthropic import AnthropicBackend, parse_message
-from judgeops.tasks.judges.backends.base import JudgeBackendError
+from judgeops.tasks.judges.backends.base import BatchPending, JudgeBackendError
 from judgeops.tasks.judges.backends.openai import OpenAIBackend, parse_completion
 from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply
 from judgeops.tasks.judges.prompts import SYSTEM
@@ -106,8 +109,14 @@ class _Batches:
         )
         return replies
 
+    def ended(self, batch_id: str) -> bool:
+        """Whether the batch has ended (completed, failed, expired or cancelled): one look, for the watcher."""
+        return self._ended(self._retrieve(batch_id))
+
     def _wait(self, batch_id: str):
         batch = self._retrieve(batch_id)
+        if not self._ended(batch) and self.judge.batch_wait == "suspend":
+            raise BatchPending([{"judge": self.judge.name, "batch_id": batch_id}])
         while not self._ended(batch):
             time.sleep(self.judge.batch_poll_s)
             if self.cache is not None:  # its calls' claims kept fresh: no other host takes them for dead
