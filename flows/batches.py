@@ -36,9 +36,8 @@ from judgeops.tasks.judges.backends import BatchPending
 from judgeops.tasks.log import logger
 
 WATCHER = "watch-batches/judgeops-batches"  # flow name / deployment name, as deploy/prefect.yaml names it
-WINDOW_S = (
-    26 * 3600
-)  # the providers' 24 h completion window, and some: a run suspended longer than this fails
+# the providers' 24 h completion window, and some: a run suspended longer than this fails
+WINDOW_S = 26 * 3600
 
 
 def resolve_batch_wait(judges: list[JudgeConfig]) -> list[JudgeConfig]:
@@ -95,20 +94,21 @@ def watch_batches(run_id: str, store_url: str, poll_s: float = 30.0) -> str:
     state = _state(flow_run_id)
     if state is None or state.is_final():
         return f"run {run_id} is {state.name if state else 'unknown to Prefect'}: nothing to resume"
-    if (
-        not state.is_paused() or record.get("status") != "suspended"
-    ):  # suspending (its record not yet written)
+    suspending = not state.is_paused() or record.get("status") != "suspended"  # its record not yet written
+    if suspending:
         schedule_look(run_id, store_url, poll_s)
         return f"run {run_id} is {state.name}: looking again in {poll_s:.0f} s"
+    if not record.get("batches"):  # suspended for something else (the audit's labels): not ours to resume
+        return f"run {run_id} waits for no provider batch: nothing to resume"
     config = parse_config(record["config"], f"the run record of {run_id}")
     judges = {j.name: j for j in config.judges}
-    running = [b for b in record.get("batches", []) if not _ended(judges[b["judge"]], b["batch_id"])]
+    running = [b for b in record["batches"] if not _ended(judges[b["judge"]], b["batch_id"])]
     if running:
         schedule_look(run_id, store_url, poll_s)
         return (
             f"{len(running)} of {len(record['batches'])} batches still running; next look in {poll_s:.0f} s"
         )
-    for b in record.get("batches", []):
+    for b in record["batches"]:
         emit_event(
             event="judgeops.batch.completed",
             resource={
