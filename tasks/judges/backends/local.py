@@ -206,9 +206,8 @@ class _PrefixCache:
         ids = input_ids[0]
         shared = 0
         if self.ids is not None:
-            limit = (
-                min(len(self.ids), len(ids)) - 1
-            )  # at least one token is computed: its logits are the answer
+            # at least one token is computed: its logits are the answer
+            limit = min(len(self.ids), len(ids)) - 1
             differs = (self.ids[:limit] != ids[:limit]).nonzero()
             shared = int(differs[0]) if len(differs) else limit
         if shared == 0:
