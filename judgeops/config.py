@@ -375,10 +375,10 @@ class JudgeConfig(_Strict):
     batch_wait: Literal["auto", "poll", "suspend"] = Field(
         "auto",
         description="batch: how a run waits for its batch. suspend: the run is suspended (its worker freed) and "
-        "the judgeops-batches deployment looks at the batch every batch_poll_s (at least a minute) and resumes "
+        "the judgeops-batches deployment looks at the batch every batch_poll_s and resumes "
         "the run when it has ended; poll: the run's process polls it; auto (default): suspend in a deployment's "
-        "run where the judgeops-batches deployment exists, else poll. Not part of any key: where a run waits "
-        "does not change its verdicts",
+        "run where the judgeops-batches deployment exists, else poll. Not part of the judge stage's key or of any "
+        "call's: where a run waits does not change its verdicts",
     )
     max_pairs: int | None = Field(
         None,
