@@ -712,11 +712,11 @@ def test_an_evaluation_waits_for_its_provider_batch_without_holding_a_worker(ser
     from tests.openai_batch_server import BatchServerProcess
 
     env, api, log, user = server_and_worker
-    batches = BatchServerProcess(tmp_path / "batches.jsonl", "--batch-s", "10")
+    batches = BatchServerProcess(tmp_path / "batches.jsonl", "--batch-s", "6")
     try:
         store_url = str(tmp_path / "store")
         config = small_config(store_url, n_items=24)
-        judge = http_judge(batches.url, name="gpt-batch", batch=True, batch_poll_s=3, max_pairs=4)
+        judge = http_judge(batches.url, name="gpt-batch", batch=True, batch_poll_s=2, max_pairs=4)
         config = config.model_copy(update={"judges": [*config.judges, judge]})
         config.robustness.injection = (
             False  # the probe's own batch is polled in-process (not what this checks)

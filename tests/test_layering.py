@@ -85,7 +85,7 @@ def part_of(module: str) -> str:
         "data_contracts": "data_contracts",
         "config": "config",
         "flows": "flows",
-    }.get(parts[1], {"api": "api", "cli": "cli"}.get(parts[1], parts[1]))
+    }.get(parts[1], {"api": "api", "cli": "cli", "__main__": "cli"}.get(parts[1], parts[1]))
 
 
 def project_modules() -> list[str]:
