@@ -24,6 +24,11 @@ The choice:
    decide alone. This also settles the panels whose strong judge is only a little more consistent than the
    rest (LLMBar Natural: GPT-4's implied accuracy 0.97 against a median of 0.88, where the old rule asked for a
    spread of 0.1 and kept majority vote at 0.91; the average reaches 0.97).
+   Except where some judges never changed their verdict with the display order and cwv read their accuracy off
+   the order-sensitive judges instead (consistency.anchor_invariant: reward models that score each answer on its
+   own are consistent by construction): then cwv alone. ds_position's EM re-estimates every judge from its
+   agreement with the latent class, and a group that agrees by construction pulls the latent back to its shared
+   preference (regime x: ds_position 0.61 from the anchored start, cwv 0.83, the best judge 0.81).
 2. No perturbation, and the votes carry graded scores (a `score` column on every vote, with three or more
    distinct values for the median judge — 0/1 scores only repeat the votes — that order the judge's own votes:
    the median judge's AUC of score for its first-class votes ≥ 0.9, so a score is evidence for the first class
@@ -61,9 +66,10 @@ best or within 0.01 Kendall τ of the best everywhere (BENCHMARKS.md), so it is 
 method's, with its `scale_` ("input": on the judges' scale, so MAE means something; "rank": compare by rank).
 
 Where it cannot help, and what the user sees then (BENCHMARKS.md, the families of synthetic.py):
-- a panel whose most consistent judges are stable but wrong: step 1 follows them. Reward models score each
-  answer on its own, so their verdicts never change with the order and look as consistent as a judge that
-  reads (regime x: auto stays at majority vote's level there, far below the order-sensitive best judge);
+- a panel whose most consistent judges are stable but wrong for a reason the perturbations do not touch: step 1
+  follows them. Judges whose verdict never changes with the order are read through the order-sensitive ones
+  (regime x), but a judge that does change with the order and is stably wrong on the content still looks
+  reliable, and a panel of order-invariant judges alone has nothing to anchor them on;
 - a clique or a confounder on a panel shown once with labels only (regime xi; ii and iv without their
   scores): second-order evidence cannot tell a group's shared error from the truth. The dependence check and
   the share rule of step 3 are a bet on the majority; it loses on the draws where the correlated group is under
@@ -188,12 +194,24 @@ class AutoAggregator(BinaryAggregator):
                 median_implied_accuracy=float(measured.median()),
                 ds_position_vs_cwv_agreement=agreement(pds.labels_, cwv.labels_, classes),
             )
-            name = CONSISTENCY
-            reason = (
-                f"the judges saw each task under perturbations (orders, presentations): judge {measured.idxmax()} "
-                f"keeps its verdict best (implied accuracy {measured.max():.2f}, median {measured.median():.2f}), "
-                "so the consistency reading (ds_position and cwv, averaged) weighs the judges that read the content"
-            )
+            anchored = sig.index[sig["anchored_on"] != ""] if "anchored_on" in sig.columns else []
+            if len(anchored):
+                evidence["anchored"] = {str(k): str(sig.at[k, "anchored_on"]) for k in anchored}
+                name = "cwv"
+                reason = (
+                    f"the judges saw each task under perturbations, and {len(anchored)} of them never changed their "
+                    f"verdict with the display order ({', '.join(map(str, list(anchored)[:3]))}): their accuracy "
+                    f"is read off their agreement with the order-sensitive judges ({sig.at[anchored[0], 'anchored_on']}), "
+                    "so the consistency-weighted vote with those accuracies (ds_position's EM would fit them back)"
+                )
+            else:
+                name = CONSISTENCY
+                reason = (
+                    f"the judges saw each task under perturbations (orders, presentations): judge "
+                    f"{measured.idxmax()} keeps its verdict best (implied accuracy {measured.max():.2f}, median "
+                    f"{measured.median():.2f}), so the consistency reading (ds_position and cwv, averaged) weighs "
+                    "the judges that read the content"
+                )
         else:
             pair = cwv.most_correlated_pair_
             dependent = evidence["dependent_share"] >= self.max_dependent_share

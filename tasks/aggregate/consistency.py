@@ -144,6 +144,62 @@ def consistency_signals(
     return pd.concat(parts, ignore_index=True)
 
 
+def anchor_invariant(
+    signals: pd.DataFrame,
+    df: pd.DataFrame,
+    classes: tuple[str, str],
+    min_pairs: int = 50,
+    min_anchor: float = 0.6,
+) -> pd.DataFrame:
+    """`signals` (indexed by worker) with the accuracy of each order-invariant judge taken from the judges whose
+    consistency does vouch for theirs, in place of its own; column `anchored_on` names them ("" where unchanged).
+
+    A judge whose verdict never changed with the display order over `min_pairs` or more pairs of runs (a reward
+    model scoring each answer on its own, say) is consistent by construction: its order pairs all agree whatever
+    its accuracy, so the implied accuracy above says nothing about it (synthetic.py's order_invariant_clique: 0.85
+    implied where 0.55–0.70 is true, and the invariant judges outweigh the order-sensitive one that is best).
+    An order-sensitive judge j measured on `min_pairs` pairs with implied accuracy q_j ≥ `min_anchor` is an anchor:
+    if j's runs are right with probability q_j independently of judge k's errors, their ±1 votes on the same run
+    have E[x_j·x_k] = (2q_j − 1)(2a_k − 1), so a_k = ½(1 + E[x_j·x_k] / (2q_j − 1)). The anchors' estimates are
+    pooled with weights n_jk·(2q_j − 1)² (the inverse of each one's sampling variance, up to a constant), and
+    a_k is kept in [½, MAX_IMPLIED_ACCURACY]: a judge anchored at chance or below weighs nothing (a negative
+    weight would bet on the anchors being right where they are least sure). Where it cannot help: no anchor (every
+    judge invariant, or none above `min_anchor`), or anchors that err together with the invariant judges (a
+    shared surface preference): then a_k is too high, as before."""
+    signals = signals.copy()
+    signals["anchored_on"] = ""
+    measured = signals["order_pairs"] >= min_pairs
+    invariant = signals.index[measured & (signals["order_consistency"] >= 1.0)]
+    q = signals["implied_accuracy"]
+    anchors = signals.index[measured & (signals["order_consistency"] < 1.0) & (q >= min_anchor)]
+    if not len(invariant) or not len(anchors):
+        return signals
+    run = df["run"].astype(str) if "run" in df.columns else ""
+    sign = pd.Series(np.where(df["label"] == classes[0], 1.0, -1.0), index=df.index)
+    x = (
+        sign.groupby([df["task"], run, df["worker"]], sort=False)
+        .mean()
+        .unstack("worker")
+        .reindex(columns=[*anchors, *invariant])
+    )
+    a = x[list(anchors)].to_numpy(dtype=float)
+    for k in invariant:
+        xk = x[k].to_numpy(dtype=float)
+        both = ~np.isnan(a) & ~np.isnan(xk)[:, None]
+        n = both.sum(axis=0)
+        ok = n >= min_pairs
+        if not ok.any():
+            continue
+        moment = np.where(both, a * xk[:, None], 0.0).sum(axis=0)[ok] / n[ok]
+        strength = 2 * q[anchors].to_numpy(dtype=float)[ok] - 1
+        weight = n[ok] * strength**2
+        acc = float(np.sum(weight * 0.5 * (1 + moment / strength)) / weight.sum())
+        acc = float(np.clip(acc, 0.5, MAX_IMPLIED_ACCURACY))
+        signals.loc[k, ["implied_accuracy", "weight"]] = acc, float(np.log(acc / (1 - acc)))
+        signals.loc[k, "anchored_on"] = ", ".join(map(str, anchors[ok]))
+    return signals
+
+
 def has_perturbations(df: pd.DataFrame) -> bool:
     """Whether any judge saw a task more than once, or an item in more than one presentation."""
     if "item" in df.columns and (df.groupby("item")["task"].nunique() > 1).any():

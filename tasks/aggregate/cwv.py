@@ -20,6 +20,12 @@ vote is recomputed and the correction repeated (`n_rounds`). Independent judges 
 weights. This is the design-effect correction of survey sampling applied to judges; it assumes the first
 consensus is right more often than the clique.
 
+Order-invariant judges (`anchor=True`, the default): a judge whose verdict never changed with the display order
+(a reward model scoring each answer on its own) is consistent by construction, and the weight above would make
+it the most reliable judge of the panel whatever its accuracy. Its accuracy is read instead off its agreement
+with the order-sensitive judges, whose consistency does measure theirs (consistency.anchor_invariant);
+`signals_["anchored_on"]` names them.
+
 pool_items=True: the presentations of one item share the true label, so every run of the item is evidence
 for each of its tasks; the vote is taken per item and given to each of its tasks.
 
@@ -43,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame, dev_series
-from judgeops.tasks.aggregate.consistency import consistency_signals, has_perturbations
+from judgeops.tasks.aggregate.consistency import anchor_invariant, consistency_signals, has_perturbations
 
 
 def signed_votes(df: pd.DataFrame, classes: tuple[str, str], aggfunc: str = "sum") -> pd.DataFrame:
@@ -73,9 +79,11 @@ class ConsistencyWeightedVote(BinaryAggregator):
         n_rounds: int = 3,
         pool_items: bool = False,
         label_prior: float = 10.0,
+        anchor: bool = True,
     ):
         self.classes, self.min_pairs, self.dependence = classes, min_pairs, dependence
         self.n_rounds, self.pool_items, self.label_prior = n_rounds, pool_items, label_prior
+        self.anchor = anchor
 
     def fit(
         self, df: pd.DataFrame, dev_labels: pd.Series | None = None, dev_weights: pd.Series | None = None
@@ -93,6 +101,10 @@ class ConsistencyWeightedVote(BinaryAggregator):
         self.fallback_ = None
         if has_perturbations(df):
             self.signals_ = consistency_signals(df, classes).set_index("worker")
+            if self.anchor:
+                self.signals_ = anchor_invariant(
+                    self.signals_, df, classes, min_pairs=max(self.min_pairs, 50)
+                )
             pairs = self.signals_["order_pairs"] + self.signals_["presentation_pairs"]
             weight = self.signals_["weight"].where(pairs >= self.min_pairs)
             if weight.isna().all():

@@ -55,8 +55,9 @@ settle it (`judgeops audit propose … --k K`):
   binary confounder (synthetic.py's binary_confounded) reads so, with Dawid–Skene confident and wrong; with
   perturbations consistency tells the two apart and this is not asked;
 - the reading taken rests on judges whose verdict never changed with the display order on at least
-  `min_pairs` tasks: a judge that scores each answer on its own (a reward model) is consistent by
-  construction, and its consistency vouches for nothing;
+  `min_pairs` tasks, and no order-sensitive judge could vouch for them (cwv's anchor_invariant found no
+  anchor): a judge that scores each answer on its own (a reward model) is consistent by construction, and its
+  consistency vouches for nothing;
 - with perturbations, no judge keeps its verdict well enough to vouch for a side: the most consistent judge's
   implied accuracy is below `min_implied_accuracy`. Consistency measures |2q − 1| and cannot tell a judge right
   with probability q from one right with 1 − q; on a panel this weak the reading and its mirror image (every
@@ -275,6 +276,8 @@ def identifiability(
     if perturbed:
         sig = cwv.signals_
         invariant = sig[(sig["order_pairs"] >= min_pairs) & (sig["order_consistency"] >= 1.0)].index
+        if "anchored_on" in sig.columns:  # their accuracy was read off the order-sensitive judges instead
+            invariant = invariant[sig.loc[invariant, "anchored_on"] == ""]
         if len(invariant):
             top = cwv.weights_.sort_values(ascending=False).index[: max(1, len(cwv.weights_) // 2)]
             leaning = sorted(set(invariant) & set(top), key=str)
