@@ -48,20 +48,29 @@ def verdicts(result):
     return table.drop(columns=["latency_ms", "run_id"])
 
 
-@pytest.mark.parametrize("runner", ["threads", "dask"])
-def test_sharded_verdicts_are_the_unsharded_verdicts(prefect_server, server_factory, tmp_path, runner):
+def test_sharded_verdicts_are_the_unsharded_verdicts(prefect_server, server_factory, tmp_path):
+    """One unsharded run, then the same evaluation sharded on each task runner (one test, so the unsharded
+    run is paid once)."""
     from judgeops.flows.evaluate import evaluate
 
     server = server_factory()
     whole = evaluate(config=config_for(tmp_path, "whole", server.url), as_of=AS_OF)
-    sharded = evaluate(config=config_for(tmp_path, runner, server.url, runner), as_of=AS_OF)
-    expected, got = verdicts(whole), verdicts(sharded)
-    assert len(got) == 5 * 144 and got.equals(expected)
-    profiles = [ArtifactStore(r.store_url, r.run_id).read_pandas("profiles") for r in (whole, sharded)]
-    assert len(profiles[1]) > 100 and profiles[1].equals(profiles[0])  # the same resamples, in blocks
-    assert bootstrap_runs() >= 1  # and the blocks did go to the task runner
-    store = ArtifactStore(sharded.store_url)
-    assert not store.fs.glob(f"{store.root}/shards/*/*")  # shards and blocks are gone once their stage wrote
+    expected = verdicts(whole)
+    expected_profiles = ArtifactStore(whole.store_url, whole.run_id).read_pandas("profiles")
+    for runner in ("threads", "dask"):
+        before = bootstrap_runs()
+        sharded = evaluate(config=config_for(tmp_path, runner, server.url, runner), as_of=AS_OF)
+        got = verdicts(sharded)
+        assert len(got) == 5 * 144 and got.equals(expected), runner
+        profiles = ArtifactStore(sharded.store_url, sharded.run_id).read_pandas("profiles")
+        assert len(profiles) > 100 and profiles.equals(expected_profiles), (
+            runner
+        )  # the same resamples, in blocks
+        assert bootstrap_runs() > before, runner  # and the blocks did go to the task runner
+        store = ArtifactStore(sharded.store_url)
+        assert not store.fs.glob(
+            f"{store.root}/shards/*/*"
+        )  # shards and blocks are gone once their stage wrote
 
 
 def test_a_run_killed_mid_stage_resumes_at_its_shards(server_factory, tmp_path):
