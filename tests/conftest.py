@@ -39,6 +39,27 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+# The modules whose tests took longest in CI (`--durations`) start first. pytest-xdist's worksteal hands each worker
+# a contiguous half of this order and lets an idle worker take from the other's queue; a seven-minute test started
+# near the end leaves the other worker idle for its duration (longest-processing-time-first scheduling).
+LONGEST_FIRST = (
+    "test_readme.py",
+    "reliability/test_killed_run.py",
+    "test_recalibrate.py",
+    "test_install.py",
+    "test_cli.py",
+    "test_deploy_e2e.py",
+)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    def rank(item) -> int:
+        path = item.path.relative_to(ROOT / "tests").as_posix()
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: every module's tests stay together, in their order
+
+
 def small_config(store_url: str, n_items: int = 48, llm: bool = False) -> EvaluateConfig:
     """A fast configuration for flow tests: every stage runs, on a few dozen items, with the call cache
     beside the store. The programmatic judges only, unless `llm`: then also the default panel's SmolLM2,
