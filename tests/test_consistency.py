@@ -187,6 +187,25 @@ def test_order_invariant_judges_are_weighed_by_their_agreement_with_the_order_se
     weak, _ = invariant_panel(anchor=0.55)
     kept = anchor_invariant(consistency_signals(weak, ("A", "B")).set_index("worker"), weak, ("A", "B"))
     assert (kept["anchored_on"] == "").all() and (kept.loc[list(true_acc), "implied_accuracy"] == 0.99).all()
+    # two anchors consistent for a stable reason (a verdict per task right on 60 %, flipped in 5 % of the runs: they
+    # imply 0.95) agree with each other far less than 0.95 each implies: they fail the check, nothing is anchored
+    rng = np.random.default_rng(1)
+    truth = np.where(
+        votes.groupby("task")["label"].first().index % 2 == 0, "A", "B"
+    )  # any truth: only agreement counts
+    stable = []
+    for worker in ("d1", "d2"):
+        verdict = np.where(rng.random(len(truth)) < 0.6, truth, np.where(truth == "A", "B", "A"))
+        for run in ("AB", "BA"):
+            flipped = rng.random(len(truth)) < 0.05
+            label = np.where(flipped, np.where(verdict == "A", "B", "A"), verdict)
+            stable.append(
+                pd.DataFrame({"task": range(len(truth)), "worker": worker, "run": run, "label": label})
+            )
+    deterministic = pd.concat([votes[votes["worker"] != "llm"], *stable], ignore_index=True)
+    signals = consistency_signals(deterministic, ("A", "B")).set_index("worker")
+    assert (signals.loc[["d1", "d2"], "implied_accuracy"] > 0.9).all()
+    assert (anchor_invariant(signals, deterministic, ("A", "B"))["anchored_on"] == "").all()
     alone = votes[votes["worker"] != "llm"]
     kept = anchor_invariant(consistency_signals(alone, ("A", "B")).set_index("worker"), alone, ("A", "B"))
     assert (kept["anchored_on"] == "").all()

@@ -150,6 +150,7 @@ def anchor_invariant(
     classes: tuple[str, str],
     min_pairs: int = 50,
     min_anchor: float = 0.6,
+    tolerance: float = 0.1,
 ) -> pd.DataFrame:
     """`signals` (indexed by worker) with the accuracy of each order-invariant judge taken from the judges whose
     consistency does vouch for theirs, in place of its own; column `anchored_on` names them ("" where unchanged).
@@ -163,9 +164,15 @@ def anchor_invariant(
     have E[x_j·x_k] = (2q_j − 1)(2a_k − 1), so a_k = ½(1 + E[x_j·x_k] / (2q_j − 1)). The anchors' estimates are
     pooled with weights n_jk·(2q_j − 1)² (the inverse of each one's sampling variance, up to a constant), and
     a_k is kept in [½, MAX_IMPLIED_ACCURACY]: a judge anchored at chance or below weighs nothing (a negative
-    weight would bet on the anchors being right where they are least sure). Where it cannot help: no anchor (every
-    judge invariant, or none above `min_anchor`), or anchors that err together with the invariant judges (a
-    shared surface preference): then a_k is too high, as before."""
+    weight would bet on the anchors being right where they are least sure).
+
+    The anchors are checked against each other first: two anchors erring independently have E[x_j·x_l] =
+    (2q_j − 1)(2q_l − 1), and where some pair misses that by more than `tolerance` their implied accuracies do not
+    describe them (deterministic judges consistent because they are deterministic: the default panel's
+    programmatic specialists imply 0.84–0.95 and are right on 0.59–0.72, and their pairs agree 0.18–0.48 where
+    0.51–0.66 is implied); nothing is anchored then. A single anchor cannot be checked. Where it cannot help: no
+    anchor (every judge invariant, or none above `min_anchor`), anchors that fail the check, or a lone anchor that
+    errs together with the invariant judges (a shared surface preference): then a_k is too high, as before."""
     signals = signals.copy()
     signals["anchored_on"] = ""
     measured = signals["order_pairs"] >= min_pairs
@@ -183,6 +190,8 @@ def anchor_invariant(
         .reindex(columns=[*anchors, *invariant])
     )
     a = x[list(anchors)].to_numpy(dtype=float)
+    if not _anchors_agree(a, 2 * q[anchors].to_numpy(dtype=float) - 1, min_pairs, tolerance):
+        return signals
     for k in invariant:
         xk = x[k].to_numpy(dtype=float)
         both = ~np.isnan(a) & ~np.isnan(xk)[:, None]
@@ -198,6 +207,19 @@ def anchor_invariant(
         signals.loc[k, ["implied_accuracy", "weight"]] = acc, float(np.log(acc / (1 - acc)))
         signals.loc[k, "anchored_on"] = ", ".join(map(str, anchors[ok]))
     return signals
+
+
+def _anchors_agree(a: np.ndarray, strength: np.ndarray, min_pairs: int, tolerance: float) -> bool:
+    """Whether every two anchors (columns of ±1 votes per run, NaN: none) measured together on `min_pairs` runs
+    agree as their strengths 2q − 1 imply for independent errors, within `tolerance` (anchor_invariant)."""
+    for j in range(a.shape[1]):
+        for k in range(j + 1, a.shape[1]):
+            both = ~np.isnan(a[:, j]) & ~np.isnan(a[:, k])
+            if both.sum() >= min_pairs:
+                moment = float(np.mean(a[both, j] * a[both, k]))
+                if abs(moment - strength[j] * strength[k]) > tolerance:
+                    return False
+    return True
 
 
 def has_perturbations(df: pd.DataFrame) -> bool:
