@@ -206,6 +206,13 @@ def test_order_invariant_judges_are_weighed_by_their_agreement_with_the_order_se
     signals = consistency_signals(deterministic, ("A", "B")).set_index("worker")
     assert (signals.loc[["d1", "d2"], "implied_accuracy"] > 0.9).all()
     assert (anchor_invariant(signals, deterministic, ("A", "B"))["anchored_on"] == "").all()
+    # without a run column (repeated rows of a task are its runs), the same accuracies from the runs' means
+    repeats = votes.drop(columns="run")
+    plain = anchor_invariant(
+        consistency_signals(repeats, ("A", "B")).set_index("worker"), repeats, ("A", "B")
+    )
+    assert (plain.loc[list(true_acc), "anchored_on"] == "llm").all()
+    assert all(abs(plain.at[w, "implied_accuracy"] - a) < 0.05 for w, a in true_acc.items())
     alone = votes[votes["worker"] != "llm"]
     kept = anchor_invariant(consistency_signals(alone, ("A", "B")).set_index("worker"), alone, ("A", "B"))
     assert (kept["anchored_on"] == "").all()

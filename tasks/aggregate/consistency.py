@@ -181,7 +181,7 @@ def anchor_invariant(
     anchors = signals.index[measured & (signals["order_consistency"] < 1.0) & (q >= min_anchor)]
     if not len(invariant) or not len(anchors):
         return signals
-    run = df["run"].astype(str) if "run" in df.columns else ""
+    run = df["run"].astype(str) if "run" in df.columns else pd.Series("", index=df.index)  # repeats: one mean
     sign = pd.Series(np.where(df["label"] == classes[0], 1.0, -1.0), index=df.index)
     x = (
         sign.groupby([df["task"], run, df["worker"]], sort=False)
