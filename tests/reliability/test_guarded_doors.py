@@ -263,8 +263,14 @@ def test_a_passing_provider_fault_is_never_made_permanent(server_factory, tmp_pa
 
 
 def test_a_store_that_cannot_be_reached_or_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
+    import fsspec.config
+    from s3fs import S3FileSystem
+
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "FSSPEC_S3_ENDPOINT_URL"):
         monkeypatch.delenv(name, raising=False)
+    # and no S3-compatible server an earlier test of this process configured (conftest's `s3` fixture)
+    monkeypatch.setitem(fsspec.config.conf, "s3", {})
+    S3FileSystem.clear_instance_cache()
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
