@@ -176,50 +176,47 @@ def anchor_invariant(
     signals = signals.copy()
     signals["anchored_on"] = ""
     measured = signals["order_pairs"] >= min_pairs
-    invariant = signals.index[measured & (signals["order_consistency"] >= 1.0)]
+    invariant = order_invariant(signals, min_pairs)
     q = signals["implied_accuracy"]
     anchors = signals.index[measured & (signals["order_consistency"] < 1.0) & (q >= min_anchor)]
     if not len(invariant) or not len(anchors):
         return signals
     run = df["run"].astype(str) if "run" in df.columns else pd.Series("", index=df.index)  # repeats: one mean
     sign = pd.Series(np.where(df["label"] == classes[0], 1.0, -1.0), index=df.index)
-    x = (
-        sign.groupby([df["task"], run, df["worker"]], sort=False)
-        .mean()
-        .unstack("worker")
-        .reindex(columns=[*anchors, *invariant])
-    )
-    a = x[list(anchors)].to_numpy(dtype=float)
-    if not _anchors_agree(a, 2 * q[anchors].to_numpy(dtype=float) - 1, min_pairs, tolerance):
+    x = sign.groupby([df["task"], run, df["worker"]], sort=False).mean().unstack("worker")
+    a = x.reindex(columns=anchors).to_numpy(dtype=float)
+    strength = 2 * q[anchors].to_numpy(dtype=float) - 1
+    # two anchors erring independently: E[x_j·x_l] = (2q_j − 1)(2q_l − 1), wherever measured together
+    moment, n = _co_moments(a, a)
+    pair = (n >= min_pairs) & ~np.eye(len(anchors), dtype=bool)
+    if (np.abs(moment - np.outer(strength, strength))[pair] > tolerance).any():
         return signals
-    for k in invariant:
-        xk = x[k].to_numpy(dtype=float)
-        both = ~np.isnan(a) & ~np.isnan(xk)[:, None]
-        n = both.sum(axis=0)
-        ok = n >= min_pairs
+    moment, n = _co_moments(a, x.reindex(columns=invariant).to_numpy(dtype=float))
+    for col, k in enumerate(invariant):
+        ok = n[:, col] >= min_pairs
         if not ok.any():
             continue
-        moment = np.where(both, a * xk[:, None], 0.0).sum(axis=0)[ok] / n[ok]
-        strength = 2 * q[anchors].to_numpy(dtype=float)[ok] - 1
-        weight = n[ok] * strength**2
-        acc = float(np.sum(weight * 0.5 * (1 + moment / strength)) / weight.sum())
+        weight = n[ok, col] * strength[ok] ** 2
+        acc = float(np.sum(weight * 0.5 * (1 + moment[ok, col] / strength[ok])) / weight.sum())
         acc = float(np.clip(acc, 0.5, MAX_IMPLIED_ACCURACY))
         signals.loc[k, ["implied_accuracy", "weight"]] = acc, float(np.log(acc / (1 - acc)))
         signals.loc[k, "anchored_on"] = ", ".join(map(str, anchors[ok]))
     return signals
 
 
-def _anchors_agree(a: np.ndarray, strength: np.ndarray, min_pairs: int, tolerance: float) -> bool:
-    """Whether every two anchors (columns of ±1 votes per run, NaN: none) measured together on `min_pairs` runs
-    agree as their strengths 2q − 1 imply for independent errors, within `tolerance` (anchor_invariant)."""
-    for j in range(a.shape[1]):
-        for k in range(j + 1, a.shape[1]):
-            both = ~np.isnan(a[:, j]) & ~np.isnan(a[:, k])
-            if both.sum() >= min_pairs:
-                moment = float(np.mean(a[both, j] * a[both, k]))
-                if abs(moment - strength[j] * strength[k]) > tolerance:
-                    return False
-    return True
+def order_invariant(signals: pd.DataFrame, min_pairs: int = 50) -> pd.Index:
+    """The judges (of `signals`, indexed by worker) whose verdict never changed with the display order over
+    `min_pairs` or more pairs of runs: consistent by construction (anchor_invariant)."""
+    return signals.index[(signals["order_pairs"] >= min_pairs) & (signals["order_consistency"] >= 1.0)]
+
+
+def _co_moments(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean of a_j·b_k over the rows where both are measured, how many rows) for every column j of `a` and k of
+    `b` (±1 votes per run, NaN: none)."""
+    seen_a, seen_b = ~np.isnan(a), ~np.isnan(b)
+    n = seen_a.T.astype(float) @ seen_b.astype(float)
+    total = np.nan_to_num(a).T @ np.nan_to_num(b)
+    return np.divide(total, n, out=np.zeros_like(total), where=n > 0), n
 
 
 def has_perturbations(df: pd.DataFrame) -> bool:

@@ -81,6 +81,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops.tasks.aggregate.auto import SCORES, first_class_posterior
+from judgeops.tasks.aggregate.consistency import order_invariant
 
 Z90 = 1.6448536269514722  # the normal quantile of a two-sided 90 % interval
 CHANCE, MIRROR = "chance", "mirror"  # the alternatives an unresolved panel leaves open (module docstring)
@@ -275,7 +276,7 @@ def identifiability(
         alternatives.append(MIRROR)
     if perturbed:
         sig = cwv.signals_
-        invariant = sig[(sig["order_pairs"] >= min_pairs) & (sig["order_consistency"] >= 1.0)].index
+        invariant = order_invariant(sig, min_pairs)
         if "anchored_on" in sig.columns:  # their accuracy was read off the order-sensitive judges instead
             invariant = invariant[sig.loc[invariant, "anchored_on"] == ""]
         if len(invariant):
