@@ -24,7 +24,10 @@ Order-invariant judges (`anchor=True`, the default): a judge whose verdict never
 (a reward model scoring each answer on its own) is consistent by construction, and the weight above would make
 it the most reliable judge of the panel whatever its accuracy. Its accuracy is read instead off its agreement
 with the order-sensitive judges, whose consistency does measure theirs (consistency.anchor_invariant);
-`signals_["anchored_on"]` names them.
+`signals_["anchored_on"]` names them. Such a judge's runs of a task are one verdict shown twice, not independent
+views: each counts as 1/runs of a vote, so the judge weighs once per task (summed, its evidence counted twice and
+the posterior was over-confident: a mean confidence of 0.99 where 0.95 of the tasks were right, and +0.043 in
+the accuracy estimate.py reads off it on synthetic.py's order_invariant_clique).
 
 pool_items=True: the presentations of one item share the true label, so every run of the item is evidence
 for each of its tasks; the vote is taken per item and given to each of its tasks.
@@ -49,13 +52,23 @@ import numpy as np
 import pandas as pd
 
 from judgeops.tasks.aggregate._base import BinaryAggregator, binary_classes, check_frame, dev_series
-from judgeops.tasks.aggregate.consistency import anchor_invariant, consistency_signals, has_perturbations
+from judgeops.tasks.aggregate.consistency import (
+    anchor_invariant,
+    consistency_signals,
+    has_perturbations,
+    order_invariant,
+)
 
 
-def signed_votes(df: pd.DataFrame, classes: tuple[str, str], aggfunc: str = "sum") -> pd.DataFrame:
+def signed_votes(
+    df: pd.DataFrame, classes: tuple[str, str], aggfunc: str = "sum", weight: np.ndarray | None = None
+) -> pd.DataFrame:
     """Tasks × judges over each judge's runs of a task, +1 a vote for the first class and −1 for the second:
-    their sum (runs for minus runs against) or, with aggfunc="mean", their mean in [−1, 1]; NaN: no vote."""
+    their sum (runs for minus runs against; each run times its `weight` where given) or, with aggfunc="mean",
+    their mean in [−1, 1]; NaN: no vote."""
     sign = np.where(df["label"] == classes[0], 1.0, -1.0)
+    if weight is not None:
+        sign = sign * weight
     return df.assign(sign=sign).pivot_table(
         index="task", columns="worker", values="sign", aggfunc=aggfunc, sort=True
     )
@@ -97,14 +110,18 @@ class ConsistencyWeightedVote(BinaryAggregator):
         df = df[df["label"].isin(classes)]
         unit = "item" if self.pool_items and "item" in df.columns else "task"
         by_unit = df.assign(task=df[unit])
-        votes = signed_votes(by_unit, classes)
         self.fallback_ = None
-        if has_perturbations(df):
+        once, perturbed = np.ones(len(df)), has_perturbations(df)
+        if perturbed:
             self.signals_ = consistency_signals(df, classes).set_index("worker")
             if self.anchor:
                 self.signals_ = anchor_invariant(
                     self.signals_, df, classes, min_pairs=max(self.min_pairs, 50)
                 )
+            # a judge whose verdict never changes with the order gives one view of a task, however often shown
+            invariant = df["worker"].isin(order_invariant(self.signals_, max(self.min_pairs, 50))).to_numpy()
+            runs = df.groupby(["task", "worker"])["label"].transform("size").to_numpy()
+            once = np.where(invariant, 1.0 / runs, 1.0)
             pairs = self.signals_["order_pairs"] + self.signals_["presentation_pairs"]
             weight = self.signals_["weight"].where(pairs >= self.min_pairs)
             if weight.isna().all():
@@ -114,7 +131,8 @@ class ConsistencyWeightedVote(BinaryAggregator):
                 missing = sorted(weight.index[weight.isna()])
                 weight = weight.fillna(float(weight.median()))
                 self.fallback_ = f"{missing} measured on < {self.min_pairs} pairs: the median weight"
-        else:
+        votes = signed_votes(by_unit, classes, weight=once)
+        if not perturbed:
             self.signals_ = pd.DataFrame(index=votes.columns)
             weight = pd.Series(1.0, index=votes.columns)
             self.fallback_ = "no task was shown twice: every judge weighs 1 (majority vote)"
