@@ -126,6 +126,23 @@ def test_consistency_and_stable_but_wrong_beside_strict():
             assert p[(judge, f"{c}_stable_wrong")] == pytest.approx(p[(judge, f"{c}_consistency")] - strict)
 
 
+def test_judges_scored_together_or_one_by_one_give_the_same_profile(monkeypatch):
+    """Conditions score a block of judges in one pass (profiles.BLOCK_ROWS); a block of one judge each is the
+    per-judge loop it replaced: the same rows, to the last bit."""
+    import judgeops.tasks.profile.profiles as profiles
+
+    verdicts, variants, pairs = tiny_fixture()
+    panel = with_judges(verdicts, variants).sample(frac=1.0, random_state=0)  # any row order
+    together = profile(panel, variants, pairs, ProfileConfig(n_bootstrap=200)).rows
+    monkeypatch.setattr(profiles, "BLOCK_ROWS", 1)
+    alone = profile(panel, variants, pairs, ProfileConfig(n_bootstrap=200)).rows
+    pd.testing.assert_frame_equal(together, alone)
+    assert (
+        set(together["judge_id"]) == {"j", "k", "m"} and len(together) == 3 * together["condition"].nunique()
+    )
+    assert profiles._judge_blocks({"b": 3, "a": 2, "c": 5}, 5) == [["a", "b"], ["c"]]
+
+
 def test_c8_counts_correct_verdicts_whose_rationale_names_the_edit():
     verdicts, variants, pairs = tiny_fixture()
     pairs = pairs.assign(edit_before=["usually works", "36"], edit_after=["always works", "38"])

@@ -1,7 +1,7 @@
 """The CAP conditions, in one table (ALGORITHMS.md §2).
 
-Each condition turns one judge's canonical verdicts into one score per pair (the unit the
-bootstrap resamples):
+Each condition turns judges' canonical verdicts into one score per judge and pair (the pair is the unit the
+bootstrap resamples; a Series indexed by `BY`, every judge of the frame in one pass):
 - PA (position-averaged accuracy): the mean of `correct` over the pair's AB and BA plain variants.
 - strict BC (both correct): 1 when the judge is right on both members of a contrast (plain vs
   polished, plain vs padded, AB vs BA) of the same pair, averaged over the pair's contrasts.
@@ -26,38 +26,36 @@ from judgeops.tasks.profile.rationale import names_edit
 PairScores = Callable[[pd.DataFrame], pd.Series]
 
 
+BY = ["judge_id", "pair_id"]  # every condition scores each judge's pairs: one pass over many judges
+
+
 def position_averaged(df: pd.DataFrame, error_type: str | None = None) -> pd.Series:
     d = df[df["presentation"] == "plain"]
     if error_type is not None:
         d = d[d["error_type"] == error_type]
-    return d.groupby("pair_id", observed=True)["correct"].mean()
+    return d.groupby(BY, observed=True)["correct"].mean()
 
 
 def order_accuracy(df: pd.DataFrame, order: str) -> pd.Series:
     d = df[(df["presentation"] == "plain") & (df["order"] == order)]
-    return d.groupby("pair_id", observed=True)["correct"].mean()
+    return d.groupby(BY, observed=True)["correct"].mean()
 
 
 def strict_both_correct(df: pd.DataFrame, contrast: str, first: str, second: str) -> pd.Series:
     """Both members of the contrast right; the other display factor is held fixed."""
-    held = "order" if contrast == "presentation" else "presentation"
-    d = df[df[contrast].isin([first, second])]
-    wide = d.pivot_table(
-        index=["pair_id", held], columns=contrast, values="correct", aggfunc="first", observed=True
-    )
-    if first not in wide or second not in wide:
+    wide = _contrast(df, contrast, first, second, "correct")
+    if wide.empty:
         return pd.Series(dtype=float)
-    wide = wide.dropna(subset=[first, second])
     both = (wide[first].astype(bool) & wide[second].astype(bool)).astype(float)
-    return both.groupby(level="pair_id", observed=True).mean()
+    return both.groupby(level=BY, observed=True).mean()
 
 
 def _contrast(df: pd.DataFrame, contrast: str, first: str, second: str, value: str) -> pd.DataFrame:
+    """(judge_id, pair_id, the held factor) × the contrast's two members: the first non-missing `value` of each,
+    rows with both."""
     held = "order" if contrast == "presentation" else "presentation"
     d = df[df[contrast].isin([first, second])]
-    wide = d.pivot_table(
-        index=["pair_id", held], columns=contrast, values=value, aggfunc="first", observed=True
-    )
+    wide = d.groupby([*BY, held, contrast], observed=True)[value].first().unstack(contrast)
     if first not in wide or second not in wide:
         return pd.DataFrame(columns=[first, second])
     return wide.dropna(subset=[first, second])
@@ -71,11 +69,10 @@ def consistency(
     wide = _contrast(choice, contrast, first, second, "choice")
     if wide.empty:
         return pd.Series(dtype=float)
-    valid = wide[[first, second]].notna().all(axis=1)
-    same = valid & (wide[first] == wide[second])
+    same = wide[first] == wide[second]
     if wrong_only:
         same &= wide[first] == 0
-    return same.astype(float).groupby(level="pair_id", observed=True).mean()
+    return same.astype(float).groupby(level=BY, observed=True).mean()
 
 
 def rationale_quality(df: pd.DataFrame) -> pd.Series:
@@ -87,7 +84,7 @@ def rationale_quality(df: pd.DataFrame) -> pd.Series:
     named = [
         names_edit(r, b, a) for r, b, a in zip(d["rationale"], d["edit_before"], d["edit_after"], strict=True)
     ]
-    return pd.Series(named, index=d.index, dtype=float).groupby(d["pair_id"], observed=True).mean()
+    return pd.Series(named, index=d.index, dtype=float).groupby([d[c] for c in BY], observed=True).mean()
 
 
 @dataclass(frozen=True)

@@ -155,20 +155,23 @@ def profile(
     variants)."""
     if canonical is None:
         canonical = canonical_frame(verdicts, variants, pairs)
-    here = canonical["pair_id"].isin(pairs["pair_id"]).to_numpy()  # a mask: subsets are taken judge by judge
+    here = (
+        canonical["pair_id"].isin(pairs["pair_id"]).to_numpy()
+    )  # a mask: subsets are taken by blocks of judges
     units = pd.Index(sorted(pairs["pair_id"].unique()), name="pair_id")
-    cells, columns = [], []  # each cell's scores over `units` (NaN: no score), and its (judge, condition)
+    scored: dict[tuple[str, str], np.ndarray] = {}  # (judge, condition): its scores over `units` (NaN: none)
     groups = canonical.groupby("judge_id", observed=True).indices
-    for judge in sorted(groups):
-        rows = groups[judge][here[groups[judge]]]
-        if not len(rows):
-            continue
-        mine = canonical.take(rows)
-        for condition in CONDITIONS:
-            scores = condition.pair_scores(mine)
-            if len(scores):
-                cells.append(scores.reindex(units).to_numpy(dtype=float))
-                columns.append((judge, condition.name))
+    mine = {judge: rows[here[rows]] for judge, rows in groups.items()}
+    for block in _judge_blocks({j: len(r) for j, r in mine.items() if len(r)}, BLOCK_ROWS):
+        rows = canonical.take(np.sort(np.concatenate([mine[j] for j in block])))
+        for condition in CONDITIONS:  # one pass per condition over the block's judges
+            scores = condition.pair_scores(rows)
+            if not len(scores):
+                continue
+            for judge, own in scores.groupby(level="judge_id", observed=True):
+                scored[judge, condition.name] = own.droplevel("judge_id").reindex(units).to_numpy(dtype=float)
+    columns = [(j, c.name) for j in sorted(mine) for c in CONDITIONS if (j, c.name) in scored]
+    cells = [scored.pop(column) for column in columns]
     if not cells:
         return Profile(pd.DataFrame(columns=PROFILE_COLUMNS))
     matrix = pd.DataFrame(np.column_stack(cells), index=units, columns=pd.MultiIndex.from_tuples(columns))
@@ -196,6 +199,22 @@ def profile(
     draws = pd.DataFrame(stats["draws"], columns=matrix.columns)
     rows = _rogan_gladen(rows, draws, config, rng)
     return Profile(rows[PROFILE_COLUMNS], draws)
+
+
+BLOCK_ROWS = 1_000_000  # canonical rows scored at once: many small judges in one pass, a large panel in a few
+
+
+def _judge_blocks(sizes: dict[str, int], max_rows: int) -> list[list[str]]:
+    """The judges (sorted) in consecutive blocks of at most `max_rows` rows each (a larger judge alone)."""
+    blocks: list[list[str]] = []
+    rows = max_rows
+    for judge in sorted(sizes):
+        if rows + sizes[judge] > max_rows:
+            blocks.append([])
+            rows = 0
+        blocks[-1].append(judge)
+        rows += sizes[judge]
+    return blocks
 
 
 def _rogan_gladen(rows: pd.DataFrame, draws: pd.DataFrame, config: ProfileConfig, rng) -> pd.DataFrame:
