@@ -1,6 +1,7 @@
 """The local judge (SmolLM2-135M-Instruct on the CPU) on the default run's prompts: how it scored them before
 (each prompt whole, the vocabulary projected at every position), each prompt whole with the projection at the last
-position only, and as the backend scores a chunk now (shared prefixes reused, tasks/judges/backends/local.py) —
+position only, and as the backend scores a chunk (shared prefixes reused, tasks/judges/backends/local.py) in float32
+and in the precision the default `auto` takes on this machine (bfloat16 where the CPU has AMX; precision.py) —
 the same prompts, the same weights, in one process, each way timed `--repeats` times (the median kept); the
 verdicts of every way compared with the first's.
 
@@ -58,9 +59,11 @@ def main() -> None:
     import torch
 
     from judgeops.tasks.judges.backends.local import LocalBackend
+    from judgeops.tasks.judges.precision import local_precision
 
     judge, calls = prompts(args.pairs)
-    backend = LocalBackend(judge)
+    backend = LocalBackend(judge.model_copy(update={"precision": "float32"}))
+    default = LocalBackend(judge)  # precision auto: bfloat16 where the CPU has AMX
     encoded = [backend._encode(c)["input_ids"] for c in calls]
     ids = backend.ids
 
@@ -76,17 +79,22 @@ def main() -> None:
         with torch.inference_mode():
             return [backend.model(x, logits_to_keep=1).logits[0, -1] for x in encoded]
 
-    def shared_prefix():
-        replies = backend.complete(calls)
+    def shared_prefix(on=backend):
+        replies = on.complete(calls)
         return [replies[c.key] for c in calls]
 
     ways = [
         ("each prompt whole, logits at every position (before)", whole_all_positions),
         ("each prompt whole, logits at the last position", whole_last_position),
-        ("the chunk together, shared prefixes reused (now)", shared_prefix),
+        ("the chunk together, shared prefixes reused, float32", shared_prefix),
+        (
+            f"the chunk together, shared prefixes reused, precision auto: {local_precision('auto')} (now)",
+            lambda: shared_prefix(default),
+        ),
     ]
     whole_last_position()  # warm: first-call allocations outside the timings
-    rows, first = [], None
+    shared_prefix(default)
+    rows, first, probs = [], None, []
     for label, way in ways:
         times = []
         for _ in range(args.repeats):
@@ -97,6 +105,7 @@ def main() -> None:
             said = verdicts(out)
         else:
             said = ["A" if r.probs["A"] >= r.probs["B"] else "B" for r in out]
+            probs.append([(r.probs["A"], r.probs["B"]) for r in out])
         first = first or said
         same = sum(a == b for a, b in zip(said, first, strict=True))
         rows.append((label, statistics.median(times), same))
@@ -116,6 +125,10 @@ def main() -> None:
         "| how | seconds (median) | speed-up | verdicts as before |",
         "|---|---|---|---|",
         *[f"| {label} | {s:.2f} | {base / s:.2f}× | {same} of {len(calls)} |" for label, s, same in rows],
+        "",
+        "The choice probabilities of the last two ways differ by at most "
+        f"{max(abs(a[i] - b[i]) for a, b in zip(*probs, strict=True) for i in (0, 1)):.4f}; the closest call's "
+        f"|P(A) − P(B)| in float32 is {min(abs(a - b) for a, b in probs[0]):.4f}.",
     ]
     print("\n".join(lines))
     if args.write:

@@ -77,8 +77,11 @@ def main() -> None:
     args = parser.parse_args()
     from judgeops.config import LOCAL_DEFAULT_MODEL
     from judgeops.tasks.judges.backends.local import load
+    from judgeops.tasks.judges.precision import local_precision
 
-    load(LOCAL_DEFAULT_MODEL)  # warm: the weights converted and loaded once, outside the timings
+    load(
+        LOCAL_DEFAULT_MODEL, local_precision("auto")
+    )  # warm: the weights converted and loaded once, outside the timings
     run(args.limit, scaled=True)  # and Prefect's first start in this process
     rows = []
     for label, scaled in (

@@ -380,6 +380,11 @@ class JudgeConfig(_Strict):
         "run where the judgeops-batches deployment exists, else poll. Not part of the judge stage's key or of any "
         "call's: where a run waits does not change its verdicts",
     )
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto",
+        description="local: the number type the model computes in; auto: bfloat16 where the CPU multiplies it "
+        "natively (AMX), float32 elsewhere (part of the call-cache key when not float32)",
+    )
     max_pairs: int | None = Field(
         None,
         ge=1,
@@ -419,6 +424,8 @@ class JudgeConfig(_Strict):
             raise ValueError(f"batch is for hosted backends ({', '.join(hosted)}), not {self.backend!r}")
         if self.batch and self.api_version:
             raise ValueError("batch: Azure OpenAI's batch deployments are not supported yet")
+        if self.precision != "auto" and self.backend != "local":
+            raise ValueError(f"precision is for local judges, not {self.backend!r}")
         if self.limit is not None and self.backend not in hosted:
             raise ValueError(f"limit is for hosted backends ({', '.join(hosted)}), not {self.backend!r}")
         return self

@@ -42,8 +42,9 @@ def test_a_verdict_is_one_forward_pass_over_the_choice_tokens(smollm2):
 
 def test_prompts_that_share_a_prefix_reuse_its_cache_with_the_same_verdicts(smollm2):
     """Scored together, the prompts of a pair's variants compute only what the previous prompt did not:
-    the same verdicts as each prompt scored alone, probabilities equal to float rounding."""
-    backend = LocalBackend(smollm2)
+    the same verdicts as each prompt scored alone, probabilities equal to float32's rounding (bfloat16's, where
+    the precision takes it, moves them by up to ~0.015: the prefix's keys and values come from another pass)."""
+    backend = LocalBackend(smollm2.model_copy(update={"precision": "float32"}))
     questions = ["What is 2 + 2?", "A train goes 60 km in 1.5 hours. What is its speed in km/h?"]
     answers = [
         ("2 + 2 = 4. The answer is 4.", "2 + 2 = 5. The answer is 5."),
@@ -96,3 +97,51 @@ def test_a_warm_rerun_never_loads_the_model(smollm2, tmp_path, monkeypatch):
     warm = judge_variants(built["variants"], built["pairs"], items, [judge], "r", cache_path=cache)
     assert warm["cached"].all()
     assert warm["p_first"].tolist() == cold["p_first"].tolist()
+
+
+def test_bfloat16_gives_the_verdicts_of_float32_and_its_own_cache_keys(smollm2, tmp_path):
+    """precision.py: bfloat16 (the default where the CPU has AMX) gives float32's verdicts on the default bank's
+    prompts, with its own call keys; float32's keys are the keys made before the option existed."""
+    from judgeops.tasks.judges.calls import make_call
+    from judgeops.tasks.judges.precision import native_bfloat16
+    from judgeops.tasks.judges.protocols import get_protocol
+    from judgeops.tasks.judges.runner import units_for
+
+    items = ingest_items([BankSource(n_items=6, seed=2)]).items
+    built = construct(items, ConstructionConfig())
+    variants = built["variants"][built["variants"]["pair_id"] == built["variants"]["pair_id"].iloc[0]]
+    context = built["pairs"].set_index("pair_id")["item_id"].map(items.set_index("item_id")["question"])
+    gold = built["pairs"].set_index("pair_id")["item_id"].map(items.set_index("item_id")["gold"])
+    units = units_for(variants, variants["pair_id"].map(context), variants["pair_id"].map(gold))
+    protocol = get_protocol(smollm2.protocol, smollm2.rationale, smollm2.decoding.max_tokens)
+    said, keys = {}, {}
+    for precision in ("float32", "bfloat16"):
+        judge = smollm2.model_copy(update={"precision": precision})
+        calls = [
+            make_call(judge, r, protocol.version, u.unit_id)
+            for u in units
+            for r in protocol.requests(u, None)
+        ]
+        replies = LocalBackend(judge).complete(calls)
+        said[precision] = [max(replies[c.key].probs, key=replies[c.key].probs.get) for c in calls]
+        probs = [replies[c.key].probs["A"] for c in calls]
+        said[precision + " P(A)"], keys[precision] = probs, {c.key for c in calls}
+    assert len(said["float32"]) == 6 and said["bfloat16"] == said["float32"]
+    assert max(abs(a - b) for a, b in zip(said["float32 P(A)"], said["bfloat16 P(A)"], strict=True)) < 0.05
+    assert not keys["float32"] & keys["bfloat16"]
+    auto = smollm2.model_copy(update={"precision": "auto"})
+    made = {
+        make_call(auto, r, protocol.version, u.unit_id).key for u in units for r in protocol.requests(u, None)
+    }
+    assert made == keys["bfloat16" if native_bfloat16() else "float32"]
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx512f amx_tile amx_bf16 amx_int8\n")
+    assert native_bfloat16.__wrapped__(str(cpuinfo))
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n")
+    assert not native_bfloat16.__wrapped__(str(cpuinfo))
+    assert not native_bfloat16.__wrapped__(str(tmp_path / "absent"))
+
+
+def test_precision_is_for_local_judges():
+    with pytest.raises(ValueError, match="precision is for local judges"):
+        JudgeConfig(name="p", backend="programmatic", model="length_preference", precision="bfloat16")

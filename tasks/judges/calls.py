@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from judgeops.config import JudgeConfig
+from judgeops.tasks.judges.precision import FLOAT32, local_precision
 from judgeops.tasks.judges.prompts import PROMPT_VERSION, SYSTEM
 
 
@@ -67,7 +68,8 @@ class Call:
 
 
 def call_key(judge: JudgeConfig, request: Request, protocol_version: str, sample: int) -> str:
-    """sha256 of (backend, model, prompts, decoding params, protocol + prompt version, sample index).
+    """sha256 of (backend, model, prompts, decoding params, protocol + prompt version, sample index; a local
+    judge's precision where it is not float32).
 
     Never the judge's name, its endpoint or its API key: renaming a judge or moving the server does
     not pay for the same call again, and no secret can reach the cache.
@@ -87,6 +89,10 @@ def call_key(judge: JudgeConfig, request: Request, protocol_version: str, sample
         "prompts": PROMPT_VERSION,
         "sample": sample,
     }
+    if (
+        judge.backend == "local" and local_precision(judge.precision) != FLOAT32
+    ):  # (absent: earlier keys hold)
+        payload["precision"] = local_precision(judge.precision)
     if judge.extra_body:  # fields such as reasoning_effort change the answer (absent: earlier keys hold)
         payload["extra_body"] = judge.extra_body
     if request.response_format:  # a rubric's structured output (absent: earlier keys hold)

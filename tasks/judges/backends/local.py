@@ -11,7 +11,8 @@ system prompt, the question, and the answer shown first where two presentations 
 rest is computed, and the vocabulary projection only at the last position. On a CPU the forward pass
 is compute-bound, so work not done is the only speed-up: a padded batch of prompts does the same work
 (and the padding) and was no faster here. The logits differ from a whole-prompt pass only by float
-rounding (~1e-5).
+rounding (~1e-5). The other speed-up is cheaper arithmetic where the CPU has it: bfloat16 on AMX
+(precision.py; the judge's `precision`).
 
 transformers de-quantises a GGUF on load (~35-60 s for SmolLM2 here); the first load saves a
 safetensors copy under $JUDGEOPS_MODEL_CACHE (default ~/.cache/judgeops/models) and later loads take
@@ -35,10 +36,11 @@ from pathlib import Path
 from judgeops.config import LOCAL_DEFAULT_MODEL, LOCAL_EXTRA_HINT, JudgeConfig
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.calls import Call, Reply
+from judgeops.tasks.judges.precision import FLOAT32, local_precision
 from judgeops.tasks.judges.prompts import SYSTEM
 from judgeops.tasks.log import logger
 
-_LOADED: dict[str, tuple] = {}
+_LOADED: dict[tuple[str, str], tuple] = {}
 _LOCK = threading.Lock()
 
 
@@ -100,10 +102,10 @@ def _converted_copy(gguf: Path) -> Path:
     return target
 
 
-def load(model: str):
-    """(tokenizer, model) for a local judge, loaded once per process."""
+def load(model: str, precision: str = FLOAT32):
+    """(tokenizer, model, choice ids) for a local judge in `precision` (precision.py), loaded once per process."""
     with _LOCK:
-        if model not in _LOADED:
+        if (model, precision) not in _LOADED:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never a download: the weights are local files
             from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only on a cache miss
             from transformers.utils import logging as hf_logging
@@ -112,10 +114,10 @@ def load(model: str):
             hf_logging.disable_progress_bar()
             path = _converted_copy(gguf_path(model))
             tokenizer = AutoTokenizer.from_pretrained(path)
-            lm = AutoModelForCausalLM.from_pretrained(path)
+            lm = AutoModelForCausalLM.from_pretrained(path, dtype=precision)
             lm.eval()
-            _LOADED[model] = (tokenizer, lm, _choice_ids(tokenizer))
-        return _LOADED[model]
+            _LOADED[model, precision] = (tokenizer, lm, _choice_ids(tokenizer))
+        return _LOADED[model, precision]
 
 
 def _choice_ids(tokenizer) -> dict[str, list[int]]:
@@ -132,7 +134,7 @@ def _choice_ids(tokenizer) -> dict[str, list[int]]:
 class LocalBackend:
     def __init__(self, judge: JudgeConfig):
         self.judge = judge
-        self.tokenizer, self.model, self.ids = load(judge.model)
+        self.tokenizer, self.model, self.ids = load(judge.model, local_precision(judge.precision))
 
     def close(self) -> None:
         pass
