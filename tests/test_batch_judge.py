@@ -159,6 +159,41 @@ def test_judges_that_wait_by_suspending_create_every_batch_then_say_what_the_run
     assert verdicts["error"].isna().all()
 
 
+def test_a_judge_whose_calls_another_judges_batch_asks_for_waits_for_that_batch(
+    built, tmp_path, batch_server
+):
+    """Two judges of one model and account, one judging every pair and one a sample of them: the second's calls
+    are all in the first's batch. It creates none, waits for that batch, and both read it: paid once."""
+    from judgeops.tasks.judges.backends import BatchPending
+    from judgeops.tasks.judges.runner import judge_variants
+
+    items, b = built
+    server = batch_server("--batch-s", "2")
+    judges = [
+        batch_judge(server.url, name="all", model="m", batch_wait="suspend"),
+        batch_judge(server.url, name="sample", model="m", batch_wait="suspend", max_pairs=3),
+    ]
+    cache = str(tmp_path / "batch.sqlite")
+
+    def judge():
+        return judge_variants(b["variants"], b["pairs"], items, judges, "r", cache_path=cache)
+
+    with pytest.raises(BatchPending) as waiting:
+        judge()
+    (created,) = server.batches_created()
+    assert [(w["judge"], w["batch_id"]) for w in waiting.value.batches] == [
+        ("all", created["id"]),
+        ("sample", created["id"]),
+    ]
+    time.sleep(2.5)
+    verdicts = judge()
+    assert server.batches_created() == [created] and verdicts["error"].isna().all()
+    assert verdicts.groupby("judge_id").size().to_dict() == {"all": created["n"], "sample": 6 * 3}
+    with CallCache(cache) as calls:
+        assert calls._rows("SELECT COUNT(*) FROM batches")[0][0] == 0  # read and closed
+        assert calls._rows("SELECT COUNT(*) FROM batch_calls")[0][0] == 0
+
+
 def test_an_evaluation_with_a_batch_judge(tmp_path, batch_server, prefect_server):
     """The whole flow: the batch judge's calls go as one batch, its verdicts and coverage are complete, and its
     cost is at the batch prices."""

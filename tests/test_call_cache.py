@@ -149,16 +149,23 @@ def test_a_provider_batch_in_flight_is_found_by_another_handle_until_closed(new_
     path = new_cache()
     with open_cache(path) as first:
         assert first.open_batch("digest") is None
-        first.record_batch("digest", "openai", "m", "batch_1", 36)
+        first.record_batch("digest", "openai", "m", "batch_1", ["k1", "k2", "k3"], "acct")
     with open_cache(path) as second:
         assert second.open_batch("digest") == "batch_1" and second.open_batch("other") is None
+        # another judge's misses: the open batch that asks for some of them, with every key it asks
+        assert second.batches_holding(["k2", "k9"], "acct") == {"digest": ("batch_1", {"k1", "k2", "k3"})}
+        assert (
+            second.batches_holding(["k2"], "another account") == {}
+            and second.batches_holding(["k9"], "acct") == {}
+        )
         second.record_batch(
-            "digest", "openai", "m", "batch_2", 36
+            "digest", "openai", "m", "batch_2", ["k1", "k2"], "acct"
         )  # a new batch for the same calls replaces it
         assert second.open_batch("digest") == "batch_2"
+        assert second.batches_holding(["k3"], "acct") == {}
         second.close_batch("digest")
     with open_cache(path) as third:
-        assert third.open_batch("digest") is None
+        assert third.open_batch("digest") is None and third.batches_holding(["k1"], "acct") == {}
 
 
 def _fleet_member(path: str, worker: int, barrier) -> None:

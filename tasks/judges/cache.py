@@ -102,6 +102,17 @@ CREATE TABLE IF NOT EXISTS batches (
     created REAL NOT NULL
 )
 """
+# each open batch's call keys, with the account (provider, endpoint, key's name) that can read it: a judge whose
+# misses another judge's batch already asks (the same model, another sample of pairs) waits for that batch instead of
+# paying for them again
+_BATCH_CALLS = """
+CREATE TABLE IF NOT EXISTS batch_calls (
+    key TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    account TEXT NOT NULL,
+    PRIMARY KEY (key, digest)
+)
+"""
 CLAIM_TTL_S = 600.0  # a claim from another host not refreshed this long is taken for dead
 
 
@@ -170,6 +181,7 @@ class CallCache:
                 self._db.execute(f"ALTER TABLE calls ADD COLUMN {name} {kind}")
         self._db.execute(_CLAIMS)
         self._db.execute(_BATCHES)
+        self._db.execute(_BATCH_CALLS)
 
     def close(self) -> None:
         """Close the file; claims this handle still holds are dropped (its calls are no longer in flight)."""
@@ -342,18 +354,44 @@ class CallCache:
         rows = self._rows("SELECT batch_id FROM batches WHERE digest = ?", (digest,))
         return rows[0][0] if rows else None
 
-    def record_batch(self, digest: str, backend: str, model: str, batch_id: str, n_calls: int) -> None:
+    def record_batch(
+        self, digest: str, backend: str, model: str, batch_id: str, keys: list[str], account: str
+    ) -> None:
+        """A batch just created for the calls `keys`, readable by `account` (one transaction)."""
         with self._write():
             self._many("DELETE FROM batches WHERE digest = ?", [(digest,)])
+            self._many("DELETE FROM batch_calls WHERE digest = ?", [(digest,)])
             self._many(
                 "INSERT INTO batches (digest, backend, model, batch_id, n_calls, created) VALUES (?, ?, ?, ?, ?, ?)",
-                [(digest, backend, model, batch_id, n_calls, time.time())],
+                [(digest, backend, model, batch_id, len(keys), time.time())],
             )
+            self._many(
+                self._insert_ignore("batch_calls", "key, digest, account", 3),
+                [(k, digest, account) for k in keys],
+            )
+
+    def batches_holding(self, keys: list[str], account: str) -> dict[str, tuple[str, set[str]]]:
+        """The open batches of `account` that ask for some of `keys`: digest → (batch id, every key it asks)."""
+        digests: set[str] = set()
+        for chunk, marks in _in_chunks(sorted(set(keys))):
+            rows = self._rows(
+                f"SELECT DISTINCT digest FROM batch_calls WHERE account = ? AND key IN ({marks})",
+                (account, *chunk),
+            )
+            digests |= {r[0] for r in rows}
+        found = {}
+        for digest in sorted(digests):
+            batch_id = self.open_batch(digest)
+            if batch_id is not None:
+                asked = self._rows("SELECT key FROM batch_calls WHERE digest = ?", (digest,))
+                found[digest] = (batch_id, {r[0] for r in asked})
+        return found
 
     def close_batch(self, digest: str) -> None:
         """The batch's replies are in the cache (or it ended without them): nothing left to resume."""
         with self._write():
             self._many("DELETE FROM batches WHERE digest = ?", [(digest,)])
+            self._many("DELETE FROM batch_calls WHERE digest = ?", [(digest,)])
 
     def release(self, keys: list[str]) -> None:
         """Drop this handle's claims on `keys` (answered or failed: a failed call may be retried by anyone),
@@ -449,6 +487,7 @@ class PostgresCallCache(CallCache):
             self._db.execute(_CLAIMS.replace("REAL", "DOUBLE PRECISION"))
             self._db.execute(_LEDGER)
             self._db.execute(_BATCHES.replace("REAL", "DOUBLE PRECISION"))
+            self._db.execute(_BATCH_CALLS)
         self._identify()
         self.ledger = None
 

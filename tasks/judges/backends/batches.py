@@ -7,9 +7,11 @@ the price of the same calls, answered within the 24 h window.
 - Anthropic: Message Batches (`messages.batches.create` with the requests inline), then the results stream.
 
 Paid once. The batch id is written to the call cache (`CallCache.record_batch`, under the digest of the call
-keys it answers) the moment the batch is created; a run that crashed or was cancelled while it waited asks the
-cache first when rerun and polls the same batch. The replies are written to the cache before the batch is
-closed there, so no crash between the two loses them.
+keys it answers, with those keys) the moment the batch is created; a run that crashed or was cancelled while it
+waited asks the cache first when rerun and polls the same batch. A judge of the same model and account whose
+misses an open batch already asks for (another judge's sample of pairs that overlaps, another run's) waits for
+that batch and reads its answers from it instead of sending them again. The replies are written to the cache
+before the batch is closed there, so no crash between the two loses them.
 
 What comes back. A request answered is parsed as one-by-one calls parse it (`parse_completion`,
 `parse_message`). A request the batch did not reach (expired with the window, the batch cancelled) goes again in
@@ -67,28 +69,63 @@ class _Batches:
             self._sync.close()
         super().close()
 
+    @property
+    def account(self) -> str:
+        """Who can read this judge's batches: its provider, model, endpoint and credentials' names (no secret)."""
+        j = self.judge
+        who = [j.backend, j.model, j.base_url, j.api_version, j.organization, j.project, j.api_key_env]
+        return hashlib.sha256(json.dumps([*who, j.api_key_secret]).encode()).hexdigest()[:32]
+
     def complete(self, calls: list[Call]) -> dict[str, Reply]:
         out: dict[str, Reply] = {}
         pending = list({c.key: c for c in calls}.values())
+        asked = {c.key for c in pending}
         for _ in range(MAX_ROUNDS):
             if not pending:
                 break
-            for start in range(0, len(pending), MAX_REQUESTS):
-                out.update(self._batch(pending[start : start + MAX_REQUESTS]))
+            waiting: list[dict] = []
+            for digest, batch_id, part in self._plan(pending):
+                try:
+                    out.update(self._batch(part, digest, batch_id, asked))
+                except BatchPending as exc:  # every batch created first, then the run waits for them all
+                    waiting += exc.batches
+            if waiting:
+                raise BatchPending(waiting)
             pending = [c for c in pending if c.key not in out]
         for call in pending:
             out[call.key] = Reply(error=f"{TRANSPORT_FAILURE}batch: not answered in {MAX_ROUNDS} batches")
         return out
 
-    def _batch(self, calls: list[Call]) -> dict[str, Reply]:
-        """One batch over `calls` (created, or found in the cache), waited for and read. The calls it did not
-        reach are left out of the result (the caller sends them again)."""
-        digest = batch_digest([c.key for c in calls])
-        batch_id = self.cache.open_batch(digest) if self.cache is not None else None
+    def _plan(self, calls: list[Call]) -> list[tuple[str, str | None, list[Call]]]:
+        """(digest, batch id or None, calls) per batch: the open batches of this account that already ask for
+        some of `calls` (this judge's, or another judge's of the same model whose sample of pairs overlaps), then
+        new batches of at most MAX_REQUESTS for the rest."""
+        left = {c.key: c for c in calls}
+        plan = []
+        held = self.cache.batches_holding(list(left), self.account) if self.cache is not None else {}
+        for digest, (batch_id, keys) in held.items():
+            part = [left.pop(k) for k in [k for k in left if k in keys]]
+            if part:
+                plan.append((digest, batch_id, part))
+        rest = list(left.values())
+        for start in range(0, len(rest), MAX_REQUESTS):
+            part = rest[start : start + MAX_REQUESTS]
+            plan.append((batch_digest([c.key for c in part]), None, part))
+        return plan
+
+    def _batch(
+        self, calls: list[Call], digest: str, batch_id: str | None = None, asked: set[str] | None = None
+    ) -> dict[str, Reply]:
+        """One batch answering `calls` (created, or found in the cache: `batch_id`, or the batch recorded under
+        `digest`), waited for and read. The calls it did not reach are left out of the result (the caller sends
+        them again). It is closed once read unless it asks for calls beyond `asked` (another judge's, who reads
+        and closes it)."""
+        batch_id = batch_id or (self.cache.open_batch(digest) if self.cache is not None else None)
         if batch_id is None:
             batch_id = self._create(calls, digest)
             if self.cache is not None:  # before anything else can go wrong: a rerun polls this batch
-                self.cache.record_batch(digest, self.kind, self.judge.model, batch_id, len(calls))
+                keys = [c.key for c in calls]
+                self.cache.record_batch(digest, self.kind, self.judge.model, batch_id, keys, self.account)
             logger().info("judge %s: batch %s created for %d calls", self.judge.name, batch_id, len(calls))
         else:
             logger().info("judge %s: resuming batch %s (%d calls)", self.judge.name, batch_id, len(calls))
@@ -102,7 +139,9 @@ class _Batches:
         replies = {key: self._redacted(reply) for key, reply in read.items() if reply is not None}
         if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
             self.cache.put_many(self.judge.backend, self.judge.model, replies)
-            self.cache.close_batch(digest)
+            held = self.cache.batches_holding([c.key for c in calls], self.account).get(digest)
+            if held is None or held[1] <= (asked or {c.key for c in calls}):
+                self.cache.close_batch(digest)
         answered = sum(r.error is None for r in replies.values())
         logger().info(
             "judge %s: batch %s ended: %d of %d answered", self.judge.name, batch_id, answered, len(calls)
