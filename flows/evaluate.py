@@ -169,9 +169,12 @@ def evaluate(
             store, artifacts, config.judges, reuse, config.cost.prices
         )
         if config.robustness.injection:
-            artifacts |= robustness_stage.with_options(**ops)(
-                store, artifacts, config.judges, config.robustness, reuse, cache
-            )
+            try:  # the probe's own provider batches: waited for the same way
+                artifacts |= robustness_stage.with_options(**ops)(
+                    store, artifacts, judges, config.robustness, reuse, cache
+                )
+            except BatchPending as pending:
+                suspend_for_batches(store, pending, record, min(j.batch_poll_s for j in judges if j.batch))
         artifacts |= aggregate_stage.with_options(**ops)(
             store, artifacts | latest_calibration(store, as_of), config.aggregation, reuse
         )

@@ -422,8 +422,6 @@ class JudgeConfig(_Strict):
             raise ValueError("give api_key_env or api_key_secret, not both")
         if self.batch and self.backend not in hosted:
             raise ValueError(f"batch is for hosted backends ({', '.join(hosted)}), not {self.backend!r}")
-        if self.batch and self.api_version:
-            raise ValueError("batch: Azure OpenAI's batch deployments are not supported yet")
         if self.precision != "auto" and self.backend != "local":
             raise ValueError(f"precision is for local judges, not {self.backend!r}")
         if self.limit is not None and self.backend not in hosted:

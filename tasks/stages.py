@@ -269,7 +269,8 @@ def robustness_stage(
     reuse: bool = True,
     cache_path: str | None = None,
 ) -> Refs:
-    """The prompt-injection probe on each judge (tasks/judges/injection.py): `robustness`, one row per judge."""
+    """The prompt-injection probe on each judge (tasks/judges/injection.py): `robustness`, one row per judge. A
+    batch judge's probe batch still running where the judge waits by suspending raises BatchPending."""
 
     def said(row: dict) -> None:
         logger().info(
@@ -297,7 +298,8 @@ def robustness_stage(
         )
         return {"robustness": table}
 
-    params = {"judges": judges, "config": config}
+    # how a judge waits for its probe's provider batch does not change the probe: not part of the key
+    params = {"judges": [j.model_copy(update={"batch_wait": "auto"}) for j in judges], "config": config}
     return run_stage(store, ROBUSTNESS, ROBUSTNESS.select(artifacts), params, compute, reuse)
 
 

@@ -12,7 +12,13 @@ A batch stays `in_progress` for --batch-s seconds after it is created, then comp
   --fail-marker S      a request whose prompt contains S fails inside the batch (OpenAI: an output line with a 500
                        error body; Anthropic: an `errored` result with an api_error)
 
-Every batch created is appended to the --log file as one JSON line ({"event": "batch_created", "id", "n"}).
+Azure OpenAI's quirks under `/openai/` (AzureOpenAI's paths: `/openai/files`, `/openai/batches`, ...): every
+request must carry `api-version` in its query and the key in an `api-key` header (401 otherwise), and a batch's
+endpoint and every request line's url must be `/chat/completions` (400 otherwise, as a Global Batch deployment
+refuses `/v1/...`).
+
+Every batch created is appended to the --log file as one JSON line ({"event": "batch_created", "id", "n",
+"endpoint", "path"}).
 """
 
 from __future__ import annotations
@@ -35,20 +41,36 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass
 
+    def _azure_refused(self) -> bool:
+        """Azure's paths without its api-version or its api-key header: answered 401, True."""
+        if not self.path.startswith("/openai/"):
+            return False
+        if "api-version=" in self.path and self.headers.get("api-key"):
+            return False
+        self._json(401, {"error": {"message": "api-version and api-key are required", "code": "401"}})
+        return True
+
     def do_POST(self) -> None:  # noqa: N802
         srv: Server = self.server  # type: ignore[assignment]
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         path = self.path.split("?")[0]
+        if self._azure_refused():
+            return None
         if path.endswith("/files"):
             return self._json(200, srv.add_file(_multipart_file(self.headers["content-type"], raw)))
         if path.endswith("/messages/batches"):
             return self._json(200, srv.create_message_batch(json.loads(raw), self._base()))
         if path.endswith("/batches"):
-            return self._json(200, srv.create_batch(json.loads(raw)))
+            body = json.loads(raw)
+            if path.startswith("/openai/") and (wrong := srv.not_azure(body)):
+                return self._json(400, {"error": {"message": wrong, "code": "invalid_request"}})
+            return self._json(200, srv.create_batch(body, path))
         self._json(404, {"error": {"message": f"no route {path}", "code": "not_found"}})
 
     def do_GET(self) -> None:  # noqa: N802
         srv: Server = self.server  # type: ignore[assignment]
+        if self._azure_refused():
+            return None
         parts = self.path.split("?")[0].strip("/").split("/")
         if parts[-1] == "results" and parts[-3] == "batches":
             return self._bytes(srv.message_results(parts[-2]))
@@ -104,7 +126,18 @@ class Server(ThreadingHTTPServer):
             self.files[file_id] = {"data": data, "name": name, "purpose": purpose}
         return _file_object(file_id, name, len(data), purpose)
 
-    def create_batch(self, body: dict) -> dict:
+    def not_azure(self, body: dict) -> str | None:
+        """Why a Global Batch deployment would refuse this batch (its endpoint or a request's url), or None."""
+        if body["endpoint"] != "/chat/completions":
+            return f"endpoint {body['endpoint']!r} is not supported: use /chat/completions"
+        with self.lock:
+            lines = self.files[body["input_file_id"]]["data"].decode().strip().splitlines()
+        urls = {json.loads(line)["url"] for line in lines}
+        return (
+            None if urls == {"/chat/completions"} else f"request urls {sorted(urls)}: use /chat/completions"
+        )
+
+    def create_batch(self, body: dict, path: str = "/v1/batches") -> dict:
         with self.lock:
             batch_id = f"batch_{next(self.ids)}"
             n = len(self.files[body["input_file_id"]]["data"].decode().strip().splitlines())
@@ -123,7 +156,14 @@ class Server(ThreadingHTTPServer):
                 "_expire_at": self.opts.expire_first if first and self.opts.expire_first >= 0 else None,
             }
             with open(self.opts.log, "a") as log:
-                log.write(json.dumps({"event": "batch_created", "id": batch_id, "n": n}) + "\n")
+                event = {
+                    "event": "batch_created",
+                    "id": batch_id,
+                    "n": n,
+                    "endpoint": body["endpoint"],
+                    "path": path,
+                }
+                log.write(json.dumps(event) + "\n")
             return _public(self.batches[batch_id])
 
     def batch(self, batch_id: str) -> dict:

@@ -59,6 +59,8 @@ def test_the_misses_go_as_one_batch_with_the_verdicts_of_one_by_one_calls(
     server = batch_server("--batch-s", "0.5")
     batched = judge_all(built, batch_judge(server.url, provider), tmp_path / "batch.sqlite")
     (created,) = server.batches_created()
+    if provider == "openai":
+        assert created["path"] == "/v1/batches" and created["endpoint"] == "/v1/chat/completions"
     singly = judge_all(built, one_by_one(server_factory().url, provider), tmp_path / "calls.sqlite")
     assert created["n"] == len(batched) > 0
     by_variant = [v[VERDICT].sort_values("variant_id").reset_index(drop=True) for v in (batched, singly)]
@@ -74,6 +76,24 @@ def test_the_misses_go_as_one_batch_with_the_verdicts_of_one_by_one_calls(
     assert len(server.batches_created()) == 1 and len(again) == len(batched)
     with CallCache(tmp_path / "batch.sqlite") as cache:
         assert cache._rows("SELECT COUNT(*) FROM batches")[0][0] == 0  # collected: nothing left to resume
+
+
+def test_an_azure_openai_global_batch_deployment(built, tmp_path, batch_server, monkeypatch):
+    """`api_version` set: AzureOpenAI's paths with their api-version and api-key header, and the batch's endpoint and
+    every request's url `/chat/completions` (the stub refuses anything else, as Azure does)."""
+    monkeypatch.setenv("JUDGEOPS_AZURE_KEY", "azure-secret-key")
+    server = batch_server("--batch-s", "0.3")
+    judge = batch_judge(
+        server.url.removesuffix("/v1"),
+        model="my-batch-deployment",
+        api_version="2024-10-21",
+        api_key_env="JUDGEOPS_AZURE_KEY",
+    )
+    verdicts = judge_all(built, judge, tmp_path / "azure.sqlite")
+    (created,) = server.batches_created()
+    assert created["path"] == "/openai/batches" and created["endpoint"] == "/chat/completions"
+    assert created["n"] == len(verdicts) > 0 and verdicts["error"].isna().all()
+    assert verdicts["verdict"].isin(["A", "B"]).all()
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -702,8 +702,9 @@ def test_deploy_with_a_config_makes_every_run_of_its_deployments_load_it(server_
 def test_an_evaluation_waits_for_its_provider_batch_without_holding_a_worker(server_and_worker, tmp_path):
     """A batch judge in a deployment's run: the run creates its batch and suspends (its process ends, the worker is
     free); the judgeops-batches watcher looks at the batch, schedules its next look while it runs, and resumes the
-    run once it has ended; the resumed run continues the same store run and reads the batch: one batch created in
-    all, the judge's verdicts complete, `judgeops.batch.completed` emitted."""
+    run once it has ended; the resumed run continues the same store run and reads the batch. The injection probe's
+    batch is waited for the same way (a second suspension). One batch created for each, the judge's verdicts and
+    its probe complete, `judgeops.batch.completed` emitted for both."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
     from prefect.deployments import run_deployment
@@ -718,9 +719,7 @@ def test_an_evaluation_waits_for_its_provider_batch_without_holding_a_worker(ser
         config = small_config(store_url, n_items=24)
         judge = http_judge(batches.url, name="gpt-batch", batch=True, batch_poll_s=2, max_pairs=4)
         config = config.model_copy(update={"judges": [*config.judges, judge]})
-        config.robustness.injection = (
-            False  # the probe's own batch is polled in-process (not what this checks)
-        )
+        config.robustness.injection = True
 
         def state_when(client, done, seconds=300):
             deadline = time.time() + seconds
@@ -740,19 +739,26 @@ def test_an_evaluation_waits_for_its_provider_batch_without_holding_a_worker(ser
             state = state_when(client, lambda s: s.is_paused() or s.is_final())
             assert state.name == "Suspended", (state, log.read_text()[-4000:])
             assert len(batches.batches_created()) == 1  # created before the run suspended
+            # resumed, the run reads the judge's batch, then suspends again for its probe's
+            state = state_when(client, lambda s: len(batches.batches_created()) == 2 or s.is_final())
+            state = state_when(client, lambda s: s.is_paused() or s.is_final())
+            assert state.name == "Suspended", (state, log.read_text()[-4000:])
             state = state_when(client, lambda s: s.is_final())
             assert state.is_completed(), (state, log.read_text()[-4000:])
             looks = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["watch-batches"])))
             events = client.request(
                 "POST", "/events/filter", json={"filter": {"event": {"name": ["judgeops.batch.completed"]}}}
             ).json()["events"]
-        (created,) = batches.batches_created()  # read by the resumed run, never sent again
+        created, probed = batches.batches_created()  # each read by a resumed run, never sent again
         assert looks and all(look.state.is_completed() for look in looks)
-        assert [e["payload"]["batch_id"] for e in events] == [created["id"]]
+        assert sorted(e["payload"]["batch_id"] for e in events) == sorted([created["id"], probed["id"]])
         (record,) = [r for r in ArtifactStore(store_url).list_runs() if r["flow"] == "evaluate"]
         assert record["status"] == "completed"
-        verdicts = ArtifactStore(store_url, record["run_id"]).read_pandas("verdicts")
+        run = ArtifactStore(store_url, record["run_id"])
+        verdicts = run.read_pandas("verdicts")
         mine = verdicts[verdicts["judge_id"] == "gpt-batch"]
         assert len(mine) == created["n"] == 4 * 6 and mine["error"].isna().all()
+        robustness = run.read_pandas("robustness").set_index("judge_id")
+        assert robustness.loc["gpt-batch", "n"] > 0 and probed["n"] > 0
     finally:
         batches.stop()

@@ -3,7 +3,8 @@ go as one batch (`custom_id` = the call key) and the run polls it until it ends 
 the price of the same calls, answered within the 24 h window.
 
 - OpenAI: a JSONL file of chat-completions requests uploaded (purpose `batch`), `/v1/batches`, then the output
-  and error files.
+  and error files. Azure OpenAI (`api_version` set): the same through AzureOpenAI, to a Global Batch deployment
+  (`model` its name), the requests' url and the batch's endpoint `/chat/completions`.
 - Anthropic: Message Batches (`messages.batches.create` with the requests inline), then the results stream.
 
 Paid once. The batch id is written to the call cache (`CallCache.record_batch`, under the digest of the call
@@ -44,6 +45,7 @@ from judgeops.tasks.judges.prompts import SYSTEM
 from judgeops.tasks.log import logger
 
 ENDPOINT = "/v1/chat/completions"
+AZURE_ENDPOINT = "/chat/completions"  # Azure OpenAI's batches: the deployment's path, no version prefix
 ENDED = ("completed", "failed", "expired", "cancelled")
 NOT_REACHED = ("batch_expired", "batch_cancelled")  # a request's error code when the batch never got to it
 MAX_ROUNDS = 3
@@ -178,16 +180,28 @@ class OpenAIBatchBackend(_Batches, OpenAIBackend):
     def _client_sync(self) -> openai.OpenAI:
         if self._sync is None:
             judge = self.judge
-            self._sync = openai.OpenAI(
+            common = dict(
                 api_key=self._key,
-                base_url=judge.base_url,
                 organization=judge.organization,
                 project=judge.project,
                 timeout=judge.timeout_s,
                 max_retries=judge.max_retries,  # the SDK's own backoff: a handful of control requests
                 default_headers=dict(judge.extra_headers),
             )
+            if judge.api_version:  # Azure OpenAI: a Global Batch deployment, `model` its name
+                if self._key is None:
+                    common.pop("api_key")  # the SDK reads AZURE_OPENAI_API_KEY
+                self._sync = openai.AzureOpenAI(
+                    azure_endpoint=judge.base_url, api_version=judge.api_version, **common
+                )
+            else:
+                self._sync = openai.OpenAI(base_url=judge.base_url, **common)
         return self._sync
+
+    @property
+    def endpoint(self) -> str:
+        """The batch's endpoint, and every request line's url: Azure's has no /v1."""
+        return AZURE_ENDPOINT if self.judge.api_version else ENDPOINT
 
     def request_line(self, call: Call) -> dict:
         body = {
@@ -199,7 +213,7 @@ class OpenAIBatchBackend(_Batches, OpenAIBackend):
             **self.params(call),
             **self.judge.extra_body,
         }
-        return {"custom_id": call.key, "method": "POST", "url": ENDPOINT, "body": body}
+        return {"custom_id": call.key, "method": "POST", "url": self.endpoint, "body": body}
 
     def _create(self, calls: list[Call], digest: str) -> str:
         client = self._client_sync()
@@ -207,7 +221,7 @@ class OpenAIBatchBackend(_Batches, OpenAIBackend):
         upload = client.files.create(file=("judgeops-batch.jsonl", lines.encode()), purpose="batch")
         return client.batches.create(
             input_file_id=upload.id,
-            endpoint=ENDPOINT,
+            endpoint=self.endpoint,
             completion_window="24h",
             metadata={"judgeops_calls": digest[:16]},
         ).id
