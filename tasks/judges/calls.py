@@ -89,10 +89,9 @@ def call_key(judge: JudgeConfig, request: Request, protocol_version: str, sample
         "prompts": PROMPT_VERSION,
         "sample": sample,
     }
-    if (
-        judge.backend == "local" and local_precision(judge.precision) != FLOAT32
-    ):  # (absent: earlier keys hold)
-        payload["precision"] = local_precision(judge.precision)
+    precision = local_precision(judge.precision) if judge.backend == "local" else FLOAT32
+    if precision != FLOAT32:  # float32 (absent): earlier keys hold
+        payload["precision"] = precision
     if judge.extra_body:  # fields such as reasoning_effort change the answer (absent: earlier keys hold)
         payload["extra_body"] = judge.extra_body
     if request.response_format:  # a rubric's structured output (absent: earlier keys hold)

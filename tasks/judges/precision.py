@@ -12,8 +12,10 @@ another prompt's pass, whose matrix shapes round differently; float32's differ b
 where P(A) and P(B) are that close (the closest of the default run's 48 calls is 0.029 apart). `precision:
 float32` where that matters more than time. The precision is part of the call-cache key where it is not float32
 (calls.call_key): verdicts computed in bfloat16 are not reused as float32's, and keys made before the option
-existed still hold. A cached reply is the one computed first, whatever chunk later runs would score it in. The CPU's flags are read
-from /proc/cpuinfo, not from torch: keys are computed on every run, and a warm rerun imports no torch.
+existed still hold. A cached reply is the one computed first, whatever chunk later runs would score it in.
+
+The CPU's flags are read from /proc/cpuinfo, not from torch: keys are computed on every run, and a warm rerun
+imports no torch.
 """
 
 from __future__ import annotations

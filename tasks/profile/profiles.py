@@ -155,9 +155,8 @@ def profile(
     variants)."""
     if canonical is None:
         canonical = canonical_frame(verdicts, variants, pairs)
-    here = (
-        canonical["pair_id"].isin(pairs["pair_id"]).to_numpy()
-    )  # a mask: subsets are taken by blocks of judges
+    # a mask: subsets are taken by blocks of judges
+    here = canonical["pair_id"].isin(pairs["pair_id"]).to_numpy()
     units = pd.Index(sorted(pairs["pair_id"].unique()), name="pair_id")
     scored: dict[tuple[str, str], np.ndarray] = {}  # (judge, condition): its scores over `units` (NaN: none)
     groups = canonical.groupby("judge_id", observed=True).indices
