@@ -351,6 +351,17 @@ def main() -> None:
         default=None,
         help="each stub judge's max_concurrency (default: the stub's)",
     )
+    parser.add_argument(
+        "--stub-http",
+        choices=("1.0", "1.1"),
+        default="1.1",
+        help="1.1: the stub keeps connections open between requests, as the providers do; 1.0: one per request",
+    )
+    parser.add_argument(
+        "--throughput-only",
+        action="store_true",
+        help="the stub judges' throughput alone: no whole panel, no later stages",
+    )
     parser.add_argument("--runners", default="threads,dask1,dask2")
     parser.add_argument("--work", type=Path, default=None, help="keep the store and logs here")
     parser.add_argument("--write", action="store_true")
@@ -384,7 +395,12 @@ def measure(args, work: Path) -> None:
     say = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731 (progress on stderr)
     stub_log = work / "stub.log"
     server = ServerProcess(
-        stub_log, "--delay", str(args.latency_ms / 1000), "--max-concurrency", str(args.stub_concurrency)
+        stub_log,
+        "--delay",
+        str(args.latency_ms / 1000),
+        "--max-concurrency",
+        str(args.stub_concurrency),
+        *(["--keep-alive"] if args.stub_http == "1.1" else []),
     )
     try:
         results: dict[str, dict] = {}
@@ -405,6 +421,14 @@ def measure(args, work: Path) -> None:
             stub[runner] = child(work, "judge", env, runner, cache, fresh=True, stub_only=True)
             stub[runner]["stub_calls"], stub[runner]["stub_rate"] = stub_throughput(stub_log, since)
             say(f"stub judges on {runner}", _brief(stub[runner]), f"{stub[runner]['stub_rate']:.0f} calls/s")
+        if args.throughput_only:
+            ceiling = args.stub_concurrency / (args.latency_ms / 1000)
+            for runner, r in stub.items():
+                print(
+                    f"{runner}: {r['stub_calls']} calls, {r['stub_rate']:.1f} calls/s, {r['stub_rate'] / ceiling:.3f} "
+                    f"of the ceiling, {r['stub_rate'] / bare:.3f} of the bare client ({bare:.1f} calls/s)"
+                )
+            return
         for runner in runners:  # the whole panel
             judge[runner] = child(
                 work, "judge", env, runner, str(work / f"cache-{runner}.sqlite"), fresh=True

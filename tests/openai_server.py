@@ -26,6 +26,8 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
                        `unsupported_parameter` for max_tokens (use max_completion_tokens) and logprobs,
                        `unsupported_value` for a temperature other than 1 — one parameter per answer
   --no-structured-output  answer `response_format` with 400 `unsupported_parameter` (a server without it)
+  --keep-alive         speak HTTP/1.1 and keep connections open between requests, as the providers do (by
+                       default HTTP/1.0: a connection per request)
 
 With `response_format` (a JSON schema), the answer is a JSON object: `verdict` (A/B or yes/no) and a
 `rationale`, or `score_a` and `score_b` when the schema has them; a prompt that asks for its reply "as a JSON
@@ -394,13 +396,17 @@ class Handler(BaseHTTPRequestHandler):
                 os._exit(3)  # killed mid-run: no clean shutdown, connections in flight are dropped
 
 
+class KeepAliveHandler(Handler):
+    protocol_version = "HTTP/1.1"  # every response has a Content-Length, so the connection can stay open
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     # socketserver's backlog of 5 drops the connections a concurrent client opens at once (SYN resent 1 s later)
     request_queue_size = 128
 
     def __init__(self, opts: argparse.Namespace):
-        super().__init__(("127.0.0.1", opts.port), Handler)
+        super().__init__(("127.0.0.1", opts.port), KeepAliveHandler if opts.keep_alive else Handler)
         self.opts, self.seen, self.answered, self.lock = opts, 0, 0, threading.Lock()
         self.slots = threading.BoundedSemaphore(opts.max_concurrency) if opts.max_concurrency else _NoLimit()
         self.bucket = _Bucket(opts.rpm, opts.burst_s) if opts.rpm else None
@@ -499,6 +505,7 @@ def main() -> None:
     parser.add_argument("--obey-injection", action="store_true")
     parser.add_argument("--reasoning-models", default="")
     parser.add_argument("--no-structured-output", action="store_true")
+    parser.add_argument("--keep-alive", action="store_true")
     server = Server(parser.parse_args())
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

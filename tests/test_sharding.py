@@ -108,3 +108,12 @@ def test_a_run_killed_mid_stage_resumes_at_its_shards(server_factory, tmp_path):
     print(f"shards saved at the kill: {saved}; prompts answered: {len(prompts)}, repeated: {repeated}")
     records = [r for r in ArtifactStore(config.store.url).list_runs() if r["flow"] == "evaluate"]
     assert [r["status"] for r in records] == ["crashed", "completed"]
+
+
+def test_the_task_runner_gets_the_judges_shards_in_turn():
+    """Each judge's first shard, then each one's second...: the shards in flight at once are of different
+    judges (the rows still come back in plan order: the test above)."""
+    from judgeops.tasks.sharding import interleaved
+
+    assert interleaved(["a", "a", "a", "b", "c", "c"]) == [0, 3, 4, 1, 5, 2]
+    assert interleaved(["a", "b"]) == [0, 1] and interleaved([]) == []
