@@ -53,11 +53,15 @@ def one_by_one(url: str, provider: str = "openai", **kw):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_misses_go_as_one_batch_with_the_verdicts_of_one_by_one_calls(
-    built, tmp_path, batch_server, server_factory, provider
+    built, tmp_path, batch_server, server_factory, provider, monkeypatch
 ):
     items, b = built
     server = batch_server("--batch-s", "0.5")
+    written, put_many = [], CallCache.put_many  # every reply goes to the cache once
+    monkeypatch.setattr(CallCache, "put_many", lambda c, *a: written.extend(a[2]) or put_many(c, *a))
     batched = judge_all(built, batch_judge(server.url, provider), tmp_path / "batch.sqlite")
+    assert len(written) == len(set(written)) == len(batched)
+    monkeypatch.setattr(CallCache, "put_many", put_many)
     (created,) = server.batches_created()
     if provider == "openai":
         assert created["path"] == "/v1/batches" and created["endpoint"] == "/v1/chat/completions"

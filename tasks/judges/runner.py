@@ -208,7 +208,10 @@ def complete_cached(
                 cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
                 cache.release([c.key for c in own])
                 raise
-            cache.put_many(judge.backend, judge.model, got)
+            if not (
+                judge.batch and getattr(backend, "cache", None) is cache
+            ):  # a batch judge's are in already
+                cache.put_many(judge.backend, judge.model, got)
             cache.release([c.key for c in chunk])
             budget.charge(judge, got)
             replies.update(got)

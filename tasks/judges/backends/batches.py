@@ -86,9 +86,9 @@ class _Batches:
             if not pending:
                 break
             waiting: list[dict] = []
-            for digest, batch_id, part in self._plan(pending):
+            for digest, batch_id, part, holds in self._plan(pending):
                 try:
-                    out.update(self._batch(part, digest, batch_id, asked))
+                    out.update(self._batch(part, digest, batch_id, asked, holds))
                 except BatchPending as exc:  # every batch created first, then the run waits for them all
                     waiting += exc.batches
             if waiting:
@@ -98,30 +98,35 @@ class _Batches:
             out[call.key] = Reply(error=f"{TRANSPORT_FAILURE}batch: not answered in {MAX_ROUNDS} batches")
         return out
 
-    def _plan(self, calls: list[Call]) -> list[tuple[str, str | None, list[Call]]]:
-        """(digest, batch id or None, calls) per batch: the open batches of this account that already ask for
-        some of `calls` (this judge's, or another judge's of the same model whose sample of pairs overlaps), then
-        new batches of at most MAX_REQUESTS for the rest."""
+    def _plan(self, calls: list[Call]) -> list[tuple[str, str | None, list[Call], set[str] | None]]:
+        """(digest, batch id or None, calls, every call key the batch asks for or None) per batch: the open
+        batches of this account that already ask for some of `calls` (this judge's, or another judge's of the same
+        model whose sample of pairs overlaps), then new batches of at most MAX_REQUESTS for the rest."""
         left = {c.key: c for c in calls}
         plan = []
         held = self.cache.batches_holding(list(left), self.account) if self.cache is not None else {}
         for digest, (batch_id, keys) in held.items():
             part = [left.pop(k) for k in [k for k in left if k in keys]]
             if part:
-                plan.append((digest, batch_id, part))
+                plan.append((digest, batch_id, part, keys))
         rest = list(left.values())
         for start in range(0, len(rest), MAX_REQUESTS):
             part = rest[start : start + MAX_REQUESTS]
-            plan.append((batch_digest([c.key for c in part]), None, part))
+            plan.append((batch_digest([c.key for c in part]), None, part, None))
         return plan
 
     def _batch(
-        self, calls: list[Call], digest: str, batch_id: str | None = None, asked: set[str] | None = None
+        self,
+        calls: list[Call],
+        digest: str,
+        batch_id: str | None = None,
+        asked: set[str] | None = None,
+        holds: set[str] | None = None,
     ) -> dict[str, Reply]:
         """One batch answering `calls` (created, or found in the cache: `batch_id`, or the batch recorded under
         `digest`), waited for and read. The calls it did not reach are left out of the result (the caller sends
-        them again). It is closed once read unless it asks for calls beyond `asked` (another judge's, who reads
-        and closes it)."""
+        them again). It is closed once read unless it asks for calls (`holds`: by default `calls`) beyond `asked`
+        (another judge's, who reads and closes it)."""
         batch_id = batch_id or (self.cache.open_batch(digest) if self.cache is not None else None)
         if batch_id is None:
             batch_id = self._create(calls, digest)
@@ -141,8 +146,8 @@ class _Batches:
         replies = {key: self._redacted(reply) for key, reply in read.items() if reply is not None}
         if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
             self.cache.put_many(self.judge.backend, self.judge.model, replies)
-            held = self.cache.batches_holding([c.key for c in calls], self.account).get(digest)
-            if held is None or held[1] <= (asked or {c.key for c in calls}):
+            mine = {c.key for c in calls}
+            if (holds or mine) <= (asked or mine):
                 self.cache.close_batch(digest)
         answered = sum(r.error is None for r in replies.values())
         logger().info(
