@@ -208,9 +208,8 @@ def complete_cached(
                 cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
                 cache.release([c.key for c in own])
                 raise
-            if not (
-                judge.batch and getattr(backend, "cache", None) is cache
-            ):  # a batch judge's are in already
+            written = judge.batch and getattr(backend, "cache", None) is cache  # by the batch, as it closed
+            if not written:
                 cache.put_many(judge.backend, judge.model, got)
             cache.release([c.key for c in chunk])
             budget.charge(judge, got)
