@@ -59,6 +59,11 @@ JUDGE = Stage(
     ("judgeops.tasks.judges.runner",),
     ("variants", "pairs", "items"),
     ("external_pairs", "responses"),
+    columns={  # the texts judged and what picks a judge's sample: items' lists as Python objects were 275 MB at 100k
+        "variants": ("variant_id", "pair_id", "text_a", "text_b"),
+        "pairs": ("pair_id", "item_id", "error_type"),
+        "items": ("item_id", "question", "gold"),
+    },
 )
 VALIDATE = Stage(
     "validate",
