@@ -371,6 +371,7 @@ class Handler(BaseHTTPRequestHandler):
             "t": time.time(),
             "charged_tokens": getattr(self, "_charged", 0),
             "dropped": drop,
+            "client_port": self.client_address[1],  # one per connection: how many the client opened
         }
         with srv.lock:
             try:

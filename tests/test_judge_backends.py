@@ -18,7 +18,7 @@ from judgeops.tasks.judges.cache import CallCache
 from judgeops.tasks.judges.calls import Call, Reply
 from judgeops.tasks.judges.protocols import Unit
 from tests.conftest import http_judge, judge_all
-from tests.openai_server import answer
+from tests.openai_server import ServerProcess, answer
 
 
 @pytest.mark.parametrize("protocol", ["pairwise", "pointwise", "score_then_choose", "blind_reference"])
@@ -96,6 +96,22 @@ def test_self_consistency_records_flip_rate_and_spread(server_factory, built, tm
     assert (verdicts.loc[verdicts["flip_rate"] > 0, "p_first_sd"] > 0).all()
     one = judge_all(built, http_judge(server.url), tmp_path / "cache.sqlite")
     assert one["flip_rate"].isna().all() and one["p_first_sd"].isna().all()
+
+
+def test_a_server_that_keeps_connections_open_answers_through_a_few(built, tmp_path):
+    """The providers keep connections alive: the judge reuses them (the stub's --keep-alive, HTTP/1.1) and reads
+    the same verdicts as from a server that closes each one."""
+    kept = ServerProcess(tmp_path / "kept.jsonl", "--keep-alive")
+    closed = ServerProcess(tmp_path / "closed.jsonl")
+    try:
+        verdicts = judge_all(built, http_judge(kept.url, max_concurrency=4), tmp_path / "kept.sqlite")
+        before = judge_all(built, http_judge(closed.url, max_concurrency=4), tmp_path / "closed.sqlite")
+    finally:
+        kept.stop(), closed.stop()
+    assert verdicts["error"].isna().all() and verdicts["verdict"].equals(before["verdict"])
+    ports = [e["client_port"] for e in kept.entries()]
+    assert len(ports) > 20 and len(set(ports)) <= 4  # as many connections as calls at once, reused
+    assert len({e["client_port"] for e in closed.entries()}) == len(closed.entries())
 
 
 def test_429_with_retry_after_waits_and_completes(server_factory, built, tmp_path):

@@ -112,7 +112,7 @@ def test_a_run_killed_mid_stage_resumes_at_its_shards(server_factory, tmp_path):
 
 def test_the_task_runner_gets_the_judges_shards_in_turn():
     """Each judge's first shard, then each one's second...: the shards in flight at once are of different
-    judges (the rows still come back in plan order: the test above)."""
+    judges (the rows still come back in plan order: test_sharded_verdicts_are_the_unsharded_verdicts)."""
     from judgeops.tasks.sharding import interleaved
 
     assert interleaved(["a", "a", "a", "b", "c", "c"]) == [0, 3, 4, 1, 5, 2]
