@@ -98,10 +98,10 @@ class _Batches:
             out[call.key] = Reply(error=f"{TRANSPORT_FAILURE}batch: not answered in {MAX_ROUNDS} batches")
         return out
 
-    def _plan(self, calls: list[Call]) -> list[tuple[str, str | None, list[Call], set[str] | None]]:
-        """(digest, batch id or None, calls, every call key the batch asks for or None) per batch: the open
-        batches of this account that already ask for some of `calls` (this judge's, or another judge's of the same
-        model whose sample of pairs overlaps), then new batches of at most MAX_REQUESTS for the rest."""
+    def _plan(self, calls: list[Call]) -> list[tuple[str, str | None, list[Call], set[str]]]:
+        """(digest, batch id or None, calls, every call key the batch asks for) per batch: the open batches of this
+        account that already ask for some of `calls` (this judge's, or another judge's of the same model whose sample
+        of pairs overlaps), then new batches of at most MAX_REQUESTS for the rest."""
         left = {c.key: c for c in calls}
         plan = []
         held = self.cache.batches_holding(list(left), self.account) if self.cache is not None else {}
@@ -112,21 +112,21 @@ class _Batches:
         rest = list(left.values())
         for start in range(0, len(rest), MAX_REQUESTS):
             part = rest[start : start + MAX_REQUESTS]
-            plan.append((batch_digest([c.key for c in part]), None, part, None))
+            plan.append((batch_digest([c.key for c in part]), None, part, {c.key for c in part}))
         return plan
 
     def _batch(
         self,
         calls: list[Call],
         digest: str,
-        batch_id: str | None = None,
-        asked: set[str] | None = None,
-        holds: set[str] | None = None,
+        batch_id: str | None,
+        asked: set[str],
+        holds: set[str],
     ) -> dict[str, Reply]:
         """One batch answering `calls` (created, or found in the cache: `batch_id`, or the batch recorded under
         `digest`), waited for and read. The calls it did not reach are left out of the result (the caller sends
-        them again). It is closed once read unless it asks for calls (`holds`: by default `calls`) beyond `asked`
-        (another judge's, who reads and closes it)."""
+        them again). It is closed once read unless the calls it asks for (`holds`) go beyond `asked` (another
+        judge's, who reads and closes it)."""
         batch_id = batch_id or (self.cache.open_batch(digest) if self.cache is not None else None)
         if batch_id is None:
             batch_id = self._create(calls, digest)
@@ -146,8 +146,7 @@ class _Batches:
         replies = {key: self._redacted(reply) for key, reply in read.items() if reply is not None}
         if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
             self.cache.put_many(self.judge.backend, self.judge.model, replies)
-            mine = {c.key for c in calls}
-            if (holds or mine) <= (asked or mine):
+            if holds <= asked:
                 self.cache.close_batch(digest)
         answered = sum(r.error is None for r in replies.values())
         logger().info(
