@@ -29,7 +29,7 @@ from judgeops.schemas.stream import Rows, TableStream, joined
 from judgeops.tasks.judges.backends.base import Backend, BatchPending
 from judgeops.tasks.judges.backends.factory import get_backend
 from judgeops.tasks.judges.cache import CallCache, open_cache
-from judgeops.tasks.judges.calls import Call, Reply, make_call
+from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply, make_call
 from judgeops.tasks.judges.cost import Budget, BudgetExceeded
 from judgeops.tasks.judges.programmatic import check_response, judge_unit
 from judgeops.tasks.judges.protocols import Decision, Unit, get_protocol
@@ -40,6 +40,8 @@ Plan = list[tuple[JudgeConfig, JudgeConfig, Sequence[Unit]]]  # a list, or a Uni
 # runs a plan, returns its verdict rows in plan order (default: _judge_units in this process)
 PlanRunner = Callable[[Plan], "list[dict] | pd.DataFrame | TableStream"]  # rows, or a stream of them (shards)
 RESPONSE = "response:"  # the unit id prefix of an examinee answer judged alone
+# a call the backend returned no reply for (a bug in a backend): a transport failure, never cached, retried next run
+UNANSWERED = f"{TRANSPORT_FAILURE}the backend returned no reply for this call"
 
 
 def call_id(judge: JudgeConfig, unit_id: str) -> str:
@@ -208,6 +210,9 @@ def complete_cached(
                 cache.put_many(judge.backend, judge.model, getattr(exc, "replies", {}))
                 cache.release([c.key for c in own])
                 raise
+            got = {
+                c.key: got.get(c.key) or Reply(error=UNANSWERED) for c in chunk
+            }  # never a call without a reply
             written = judge.batch and getattr(backend, "cache", None) is cache  # by the batch, as it closed
             if not written:
                 cache.put_many(judge.backend, judge.model, got)

@@ -173,17 +173,21 @@ class HostedBackend:
         client = self._sdk_client
         await limiter.ready()
 
+        tripped = False  # once the breaker opens, the batch stops, even if a call in flight then succeeds
+
         async def one(call: Call) -> None:
+            nonlocal tripped
             async with semaphore:
-                if self.breaker.open:
+                if tripped:
                     return
                 reply = self._redacted(await self._call(client, call))
                 self.breaker.record(reply)
                 out[call.key] = reply
+                tripped = tripped or self.breaker.open
 
         async with limiter.slots(len(calls)):
             await asyncio.gather(*(one(c) for c in calls))
-        if self.breaker.open:
+        if tripped:
             raise JudgeBackendError(
                 f"judge {judge.name}: {self.breaker.in_a_row} calls in a row failed at "
                 f"{judge.base_url or 'the default endpoint'} (last: {self.breaker.last}); stopping this "
@@ -202,7 +206,7 @@ class HostedBackend:
     def _learn(self, param: str, fix: str) -> str:
         with _FINDINGS_LOCK:
             self.findings[param] = fix
-        return f"{param} dropped" if fix == "drop" else f"{param} sent as {fix}"
+        return _fix_note(param, fix)
 
     async def _call(self, client, call: Call) -> Reply:
         """One call with its retries. A 429 that says when to come back (Retry-After) is not a failure: it
@@ -215,6 +219,8 @@ class HostedBackend:
         attempt, rate_waited = 0, 0.0
         tokens = sum(token_estimate(call.request))
         while True:
+            with _FINDINGS_LOCK:
+                known = dict(self.findings)  # what this request goes without (params() reads the findings)
             pause = self._pause_until - time.monotonic()
             if pause > 0:  # another call of this batch was told to come back later
                 await asyncio.sleep(pause)
@@ -236,8 +242,11 @@ class HostedBackend:
                 status, text = exc.status_code, exc.response.text
                 last = f"HTTP {status}: {text[:200]}"
                 finding = self._unsupported(status, text) if status == 400 else None
-                if finding and self.findings.get(finding[0]) != finding[1]:
-                    notes.append(self._learn(*finding))
+                if finding and known.get(finding[0]) != finding[1]:  # sent before the fix was known
+                    if self.findings.get(finding[0]) != finding[1]:
+                        notes.append(self._learn(*finding))
+                    else:  # another call of the batch learned it while this one was in flight
+                        notes.append(_fix_note(*finding))
                     continue
                 if status not in RETRY_STATUS:
                     break  # 400/401/404...: retrying will not help
@@ -270,6 +279,10 @@ class HostedBackend:
             latency_ms=(time.perf_counter() - t0) * 1000,
             notes="; ".join(notes) or None,
         )
+
+
+def _fix_note(param: str, fix: str) -> str:
+    return f"{param} dropped" if fix == "drop" else f"{param} sent as {fix}"
 
 
 class ReplyTooLarge(Exception):
