@@ -26,6 +26,8 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
                        `unsupported_parameter` for max_tokens (use max_completion_tokens) and logprobs,
                        `unsupported_value` for a temperature other than 1 — one parameter per answer
   --no-structured-output  answer `response_format` with 400 `unsupported_parameter` (a server without it)
+  --phrasing T1|T2     answer a pairwise prompt in one of these prose templates (picked by the prompt's hash),
+                       X the letter it chose, Y the other, <x> its lower case; the logprobs are the first word's
   --keep-alive         speak HTTP/1.1 and keep connections open between requests, as the providers do (by
                        default HTTP/1.0: a connection per request)
 
@@ -256,6 +258,12 @@ class Handler(BaseHTTPRequestHandler):
             flip = random.Random(f"{body.get('seed')}:{prompt}").random() < 0.3
             if flip:
                 text, probs = ("B", {"A": 0.4, "B": 0.6}) if text == "A" else ("A", {"A": 0.6, "B": 0.4})
+        if srv.opts.phrasing and "A or B" in prompt and text[:1] in "AB":
+            templates = srv.opts.phrasing.split("|")
+            pick = templates[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(templates)]
+            x, y = text[0], "B" if text[0] == "A" else "A"
+            text = pick.replace("<x>", x.lower()).replace("X", x).replace("Y", y)
+            probs = {text.split()[0]: 0.9}  # the first token's: often the candidate the reply speaks against
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
         if schema:  # structured output: the same reading, as the schema's object
             text = json.dumps(structured(text, schema))
@@ -507,6 +515,7 @@ def main() -> None:
     parser.add_argument("--reasoning-models", default="")
     parser.add_argument("--no-structured-output", action="store_true")
     parser.add_argument("--keep-alive", action="store_true")
+    parser.add_argument("--phrasing", default="")
     server = Server(parser.parse_args())
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

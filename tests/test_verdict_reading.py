@@ -51,7 +51,7 @@ YES_NO = {
     "The answer is correct.": True,
     "The answer is not correct.": False,
     "The answer is incorrect": False,
-    "No doubt this is right.": None,
+    "No doubt this is right.": True,  # an opening "No" followed by more words is no verdict; "this is right" is
     "Yesterday": None,
     "Nobody knows": None,
 }
@@ -85,6 +85,8 @@ def test_a_rationale_is_what_follows_an_opening_verdict_or_the_whole_stated_one(
     assert stated.verdict == "B" and stated.rationale == "A careful reading shows that B is correct"
 
 
-def test_pointwise_reads_no_doubt_as_no_verdict():
+def test_pointwise_reads_no_doubt_by_what_follows_not_as_an_opening_no():
     decision = Pointwise().decide(UNIT, [Reply(text="No doubt it is right."), Reply(text="No.")])
-    assert decision.verdict is None and decision.error.startswith("unparsable")
+    assert decision.verdict == "A"
+    unparsable = Pointwise().decide(UNIT, [Reply(text="No doubt."), Reply(text="No.")])
+    assert unparsable.verdict is None and unparsable.error.startswith("unparsable")

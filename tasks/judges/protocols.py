@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from judgeops.rubrics import Rubric
 from judgeops.tasks.judges import prompts
 from judgeops.tasks.judges.calls import Reply, Request
-from judgeops.tasks.judges.reading import read_letter, read_yes_no
+from judgeops.tasks.judges.reading import opening_letter, read_letter, read_yes_no
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,8 @@ class Pairwise(_Rubricked):
             verdict = _by_p(p_first)  # a one-token read: the choice tokens decide, whatever token won
         elif letter:
             verdict = letter[0]
-            p_first = p_first if p_first is not None else float(verdict == "A")
+            if p_first is None or opening_letter(reply.text) != verdict:  # the first token is not the verdict
+                p_first = float(verdict == "A")
         elif p_first is not None:
             verdict = _by_p(p_first)
         else:
