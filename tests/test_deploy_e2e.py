@@ -565,7 +565,7 @@ def test_an_evaluation_waits_for_its_audit_labels_and_uses_them(server_and_worke
 
     from judgeops import api as jo
     from judgeops.config import AuditConfig
-    from tests.test_label_page import free_port, start_command, stop
+    from tests.test_label_page import TOKEN, free_port, start_command, stop
 
     env, api, log, user = server_and_worker
     store_url, labels = str(tmp_path / "store"), tmp_path / "labels.jsonl"
@@ -611,7 +611,7 @@ def test_an_evaluation_waits_for_its_audit_labels_and_uses_them(server_and_worke
         env={**env, "PREFECT_API_URL": api},
     )
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/audit?annotator=ann") as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/audit?annotator=ann&token={TOKEN}") as r:
             tasks = [item["task"] for item in json.loads(r.read())["items"]]
         assert len(tasks) == 6
         # in an order that completes the audit only with the last answer (a complete audit that a later
@@ -622,7 +622,9 @@ def test_an_evaluation_waits_for_its_audit_labels_and_uses_them(server_and_worke
         for who, task, label in answers:
             body = json.dumps({"task": task, "label": label, "annotator": who}).encode()
             request = urllib.request.Request(
-                f"http://127.0.0.1:{port}/api/label", body, {"Content-Type": "application/json"}
+                f"http://127.0.0.1:{port}/api/label",
+                body,
+                {"Content-Type": "application/json", "X-Judgeops-Token": TOKEN},
             )
             urllib.request.urlopen(request).read()
         # the page resumes the run once every task has a label; the worker runs it to the end

@@ -5,6 +5,7 @@ command line, a real uvicorn on 127.0.0.1) and the page in headless Chromium, dr
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -74,16 +75,21 @@ def start(votes: Path, audit: Path, items: Path, port: int, *extra: str) -> subp
     return start_command(args, port)
 
 
+TOKEN = "a-test-session-token"  # the page's token (JUDGEOPS_LABEL_TOKEN): every request carries it
+
+
 def start_command(args: list[str], port: int, env: dict | None = None) -> subprocess.Popen:
-    """`judgeops ARGS` serving the annotation page on `port`; returns once the page answers."""
+    """`judgeops ARGS` serving the annotation page on `port` with the session token TOKEN; returns once the page
+    answers."""
     cmd = [JUDGEOPS, *args]
+    env = {**(env or os.environ), "JUDGEOPS_LABEL_TOKEN": TOKEN}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"judgeops label exited: {proc.stdout.read()}")
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={TOKEN}", timeout=1).read()
             return proc
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.2)
@@ -114,7 +120,7 @@ def label_by_keyboard(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    browser.get(f"http://127.0.0.1:{port}/?annotator={who}")
+    browser.get(f"http://127.0.0.1:{port}/?token={TOKEN}&annotator={who}")
     wait_for(browser, "return document.getElementById('progress').textContent")
     given = []
     for _ in range(answers):
@@ -155,7 +161,7 @@ def test_two_reviewers_label_by_keyboard_survive_a_killed_server_and_an_adjudica
         assert [(r.task, r.label) for r in records.itertuples()] == [(t, shown) for t, _, shown in alice]
         assert all(label == "A" for *_, label in alice)
         server = start(votes, audit, items, port)
-        browser.get(f"http://127.0.0.1:{port}/?annotator=alice")
+        browser.get(f"http://127.0.0.1:{port}/?token={TOKEN}&annotator=alice")
         assert wait_for(browser, "return document.getElementById('progress').textContent") == "6 of 10"
         alice += label_by_keyboard(browser, port, "alice", 4, lambda task, shown: str(shown.index("A") + 1))
         assert wait_for(browser, "return document.getElementById('done-text').textContent").startswith(
@@ -192,7 +198,7 @@ def test_two_reviewers_label_by_keyboard_survive_a_killed_server_and_an_adjudica
     # the adjudicator sees only the conflicts, with what each reviewer said (markup shown as text), and settles them
     server = start(votes, audit, items, port, "--adjudicate")
     try:
-        browser.get(f"http://127.0.0.1:{port}/?annotator=carol")
+        browser.get(f"http://127.0.0.1:{port}/?token={TOKEN}&annotator=carol")
         assert wait_for(browser, "return document.getElementById('progress').textContent") == "0 of 4"
         notes = browser.execute_script("return document.getElementById('people').textContent")
         assert IMG in notes  # the note's and the question's markup are text on the page
@@ -220,7 +226,9 @@ def test_each_answer_is_checked_before_it_is_written(audit_files):
 
     def post(body: dict, content_type: str = "application/json") -> tuple[int, dict]:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/label", json.dumps(body).encode(), {"Content-Type": content_type}
+            f"http://127.0.0.1:{port}/api/label",
+            json.dumps(body).encode(),
+            {"Content-Type": content_type, "X-Judgeops-Token": TOKEN},
         )
         try:
             with urllib.request.urlopen(request) as r:
@@ -242,7 +250,9 @@ def test_each_answer_is_checked_before_it_is_written(audit_files):
             post({"task": task, "label": "A", "annotator": "ann"}, "text/plain")[0] == 415
         )  # no cross-site form
         with pytest.raises(urllib.error.HTTPError, match="403"):  # blind until answered
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/reveal?task={task}&annotator=ann")
+            urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/api/reveal?task={task}&annotator=ann&token={TOKEN}"
+            )
         assert post({"task": task, "label": "tie", "annotator": "<b>ann</b>", "note": IMG})[0] == 200
     finally:
         stop(server)

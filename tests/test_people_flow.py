@@ -38,7 +38,7 @@ def shows_the_planted_edit_after_an_answer(url: str, run_id: str) -> bool:
     """`judgeops label --run`, in headless Chromium where it is installed: once answered, the judgerEva pair's edit
     is marked as the words that changed (<del> in the correct answer, <ins> in the flawed one)."""
     from tests.browser import CHROMEDRIVER, CHROMIUM, driver
-    from tests.test_label_page import free_port, start_command, stop, wait_for
+    from tests.test_label_page import TOKEN, free_port, start_command, stop, wait_for
 
     if not (CHROMIUM and CHROMEDRIVER):
         return False
@@ -46,7 +46,7 @@ def shows_the_planted_edit_after_an_answer(url: str, run_id: str) -> bool:
     page = start_command(["label", "--run", run_id, "--store", url, "--port", str(port)], port)
     browser = driver()
     try:
-        browser.get(f"http://127.0.0.1:{port}/?annotator=ann")
+        browser.get(f"http://127.0.0.1:{port}/?token={TOKEN}&annotator=ann")
         wait_for(browser, "return document.getElementById('progress').textContent === '0 of 6'")
         body = browser.find_element("tag name", "body")
         body.send_keys("1")

@@ -108,15 +108,18 @@ def label(
         return code
     import uvicorn
 
-    from judgeops.tasks.labelling.server import app
+    from judgeops.tasks.labelling.server import Guard, app, new_token
 
     host = "127.0.0.1"
     port = port or _free_port(host)
+    token = new_token()  # in the address printed below: the page answers only requests that carry it
     mode = "adjudicating the conflicts of" if adjudicate else "labelling"
     say(
-        f"{mode} {len(the_audit.tasks)} audited tasks at http://{host}:{port}/  (labels: {path}; Ctrl-C stops)"
+        f"{mode} {len(the_audit.tasks)} audited tasks at http://{host}:{port}/?token={token}  "
+        f"(labels: {path}; Ctrl-C stops)"
     )
-    uvicorn.run(app(the_audit, path, adjudicate, on_complete), host=host, port=port, log_level="warning")
+    served = Guard(app(the_audit, path, adjudicate, on_complete), token, host, port)
+    uvicorn.run(served, host=host, port=port, log_level="warning")
     return 0
 
 

@@ -1,8 +1,11 @@
 """The label log: every answer a person gives on the annotation page, one JSON line each, appended and fsynced
 before the page is told it is saved — so closing the tab, killing the server or a power cut loses at most the
 answer being typed. Nothing is rewritten in place: a changed answer is a new line, and the latest line of an
-(annotator, task, adjudicated) wins when the log is read. A last line cut short by a crash mid-write has no
-newline; reading leaves it out and says so.
+(annotator, task, adjudicated) wins when the log is read. A write that fails (a full disk) is undone — the file
+cut back to where the record began — and raises LogWriteError: the page says the answer is not saved, and no
+half line is left for the next answer to be glued to. A last line cut short by a crash mid-write has no
+newline: the page's server sets it aside at open (`recover`: moved to `<log>.torn`, said in one line) so the
+log goes on on a fresh line; reading leaves such a line out and says so.
 
 Why by hand: a JSON-lines file with O_APPEND and fsync is the whole of the durability this needs; a database
 would add a server or a lock file for one writer.
@@ -27,15 +30,30 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+class LogWriteError(OSError):
+    """A record that could not be written whole and made durable (nothing of it is left in the log)."""
+
+
 def append(path: str | Path, record: dict) -> None:
-    """Append one record as a JSON line and fsync it (and, for a new file, its folder) before returning."""
+    """Append one record as a JSON line and fsync it (and, for a new file, its folder) before returning; on
+    failure cut the file back to where it was and raise LogWriteError. One writer at a time (the caller's lock)."""
     path = Path(path)
     new = not path.exists()
-    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    line = (json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
     try:
-        os.write(fd, line)  # one write of one line: O_APPEND puts it whole at the end
-        os.fsync(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise LogWriteError(f"the label log {path} could not be opened ({exc.strerror})") from None
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            written = 0
+            while written < len(line):  # a short write (a disk filling up) goes on where it stopped
+                written += os.write(fd, line[written:])
+            os.fsync(fd)
+        except OSError as exc:
+            _cut_back(fd, start)
+            raise LogWriteError(f"the label log {path} could not be written ({exc.strerror})") from None
     finally:
         os.close(fd)
     if new:
@@ -44,6 +62,38 @@ def append(path: str | Path, record: dict) -> None:
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def _cut_back(fd: int, size: int) -> None:
+    """Undo a failed append; where even that fails, the torn line it leaves is set aside at the next open."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        pass
+
+
+def recover(path: str | Path) -> str | None:
+    """Set aside a torn last line (no newline: a crash mid-write): append it to `<log>.torn`, cut the log back to
+    its last whole line. Returns the one line that says so, or None when the log ends whole."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if not data or data.endswith(b"\n"):
+            return None
+        whole = data.rfind(b"\n") + 1
+        torn = path.with_name(path.name + ".torn")
+        with open(torn, "ab") as out:
+            out.write(data[whole:] + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        fh.truncate(whole)
+        fh.flush()
+        os.fsync(fh.fileno())
+    line = data[:whole].count(b"\n") + 1
+    return f"{path}:{line}: a torn last line ({len(data) - whole} bytes, a crash mid-write) moved to {torn}"
 
 
 def read(path: str | Path) -> tuple[pd.DataFrame, list[str]]:

@@ -6,6 +6,13 @@
 const $ = (id) => document.getElementById(id);
 const state = { annotator: "", items: [], answers: {}, classes: [], at: 0, shownAt: 0, adjudicate: false };
 
+// the session's token, from the address the console printed: every API call carries it (the server refuses the rest)
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
+
+function api(path, options = {}) {
+  return fetch(path, { ...options, headers: { ...(options.headers || {}), "X-Judgeops-Token": TOKEN } });
+}
+
 function text(el, value) { el.textContent = value == null ? "" : String(value); }
 
 function status(message, error) {
@@ -14,7 +21,7 @@ function status(message, error) {
 }
 
 async function load() {
-  const r = await fetch("api/audit?annotator=" + encodeURIComponent(state.annotator));
+  const r = await api("api/audit?annotator=" + encodeURIComponent(state.annotator));
   const body = await r.json();
   if (!r.ok) { status(body.error, true); return; }
   Object.assign(state, { items: body.items, answers: body.answers, classes: body.classes, adjudicate: body.adjudicate });
@@ -99,7 +106,7 @@ async function answer(label) {
   if (!item) return;
   const seconds = (performance.now() - state.shownAt) / 1000;
   status("saving…");
-  const r = await fetch("api/label", {
+  const r = await api("api/label", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ task: item.task, label, annotator: state.annotator, seconds, note: $("note").value || null }),
@@ -116,7 +123,7 @@ async function reveal() {
   if (!item || !(item.task in state.answers)) { status("answer first: the judges stay hidden until then", true); return; }
   const box = $("reveal-box");
   if (!box.classList.contains("hidden")) { box.classList.add("hidden"); return; }
-  const r = await fetch("api/reveal?task=" + encodeURIComponent(item.task) + "&annotator=" + encodeURIComponent(state.annotator));
+  const r = await api("api/reveal?task=" + encodeURIComponent(item.task) + "&annotator=" + encodeURIComponent(state.annotator));
   const body = await r.json();
   if (!r.ok) { status(body.error, true); return; }
   const table = $("verdicts");
@@ -152,7 +159,7 @@ function start(name) {
   if (!state.annotator) { status("your name, please", true); return; }
   $("name").blur();
   localStorage.setItem("judgeops-annotator", state.annotator);
-  history.replaceState(null, "", "?annotator=" + encodeURIComponent(state.annotator));
+  history.replaceState(null, "", "?token=" + encodeURIComponent(TOKEN) + "&annotator=" + encodeURIComponent(state.annotator));
   load();
 }
 

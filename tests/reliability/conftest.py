@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+from tests.test_label_page import audit_files  # noqa: F401 - the fixture, for the label page's doors
+
 
 @pytest.fixture
 def figure(request):
