@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -476,13 +477,29 @@ def _default_panel() -> list[JudgeConfig]:
     return [*programmatic, smollm2]
 
 
+def redact_url(url: str) -> str:
+    """A URL without its password (`scheme://user:***@host`): what a record, a message or a log may show."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
 class CacheConfig(_Strict):
     path: str = Field(
         "./.judgeops/cache/calls.sqlite",
         description="the judge-call cache: a SQLite file (a local path), or a PostgreSQL database a fleet of "
-        "workers shares (postgresql://user:password@host:port/db; the `postgres` extra): a call found here is "
-        "never paid again",
+        "workers shares (postgresql://user@host:port/db with the password in PGPASSWORD or ~/.pgpass, or "
+        "postgresql://user:${ENV_VAR}@host:port/db, read from the environment when connecting; the `postgres` "
+        "extra): a call found here is never paid again. A password written into the URL itself works but is "
+        "shown as *** wherever the config is recorded or printed (run.json, the Prefect flow run, `judgeops "
+        "config`)",
     )
+
+    @field_serializer("path")
+    def _without_password(self, path: str, info) -> str:
+        """Every record and printout of the config redacts a password written into the URL (a `${VAR}` stays as
+        written: it is no secret). Passing context={"secrets": True} keeps it, for a copy made to run with."""
+        if (info.context or {}).get("secrets") or "${" in path.partition("@")[0]:
+            return path
+        return redact_url(path)
 
 
 AggregatorName = Annotated[str, _installed("aggregators")]

@@ -64,7 +64,7 @@ def evaluate(
     config = check_sources(_config(config, store_url), config if isinstance(config, str | Path) else None)
     config.sampling.limit = limit or config.sampling.limit
     if max_cost is not None:
-        data = config.model_dump(mode="json")
+        data = config.model_dump(mode="json", context={"secrets": True})  # a copy to run with
         data["cost"]["max_cost"] = max_cost
         config = parse_config(data, "--max-cost")
     start_server_here()

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from judgeops.config import redact_url
 from judgeops.schemas.liveness import process_alive
 from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Reply
 
@@ -454,9 +455,16 @@ CREATE TABLE IF NOT EXISTS ledger (
 """
 
 
-def redact(url: str) -> str:
-    """The URL without its password: what a message or a log may show."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+redact = redact_url  # the URL without its password: what a message or a log may show
+
+
+def with_environment(url: str) -> str:
+    """The URL with each `${VAR}` read from the environment (a password kept out of the config); an unset one is
+    named in the error (the URL redacted)."""
+    missing = [name for name in re.findall(r"\$\{(\w+)\}", url) if name not in os.environ]
+    if missing:
+        raise ConnectionError(f"call cache {redact(url)}: environment variable {missing[0]} is not set")
+    return re.sub(r"\$\{(\w+)\}", lambda m: os.environ[m.group(1)], url)
 
 
 class PostgresCallCache(CallCache):
@@ -473,6 +481,7 @@ class PostgresCallCache(CallCache):
                 "a postgresql:// call cache needs psycopg: pip install 'judgeops[postgres]'"
             ) from exc
         self.path = redact(url)
+        url = with_environment(url)
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=30)
         except psycopg.OperationalError as exc:  # its message may quote the URL: never the password
