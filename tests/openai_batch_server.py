@@ -11,6 +11,8 @@ A batch stays `in_progress` for --batch-s seconds after it is created, then comp
                        Anthropic's)
   --fail-marker S      a request whose prompt contains S fails inside the batch (OpenAI: an output line with a 500
                        error body; Anthropic: an `errored` result with an api_error)
+  --garble-first N     in the first batch, the result lines of the first N requests are cut short (not JSON), and
+                       one line of garbage is added: a provider's results file with bad lines
 
 Azure OpenAI's quirks under `/openai/` (AzureOpenAI's paths: `/openai/files`, `/openai/batches`, ...): every
 request must carry `api-version` in its query and the key in an `api-key` header (401 otherwise), and a batch's
@@ -154,6 +156,7 @@ class Server(ThreadingHTTPServer):
                 "request_counts": {"total": n, "completed": 0, "failed": 0},
                 "_ready": time.time() + self.opts.batch_s,
                 "_expire_at": self.opts.expire_first if first and self.opts.expire_first >= 0 else None,
+                "_garble": self.opts.garble_first if first else 0,
             }
             with open(self.opts.log, "a") as log:
                 event = {
@@ -197,7 +200,10 @@ class Server(ThreadingHTTPServer):
             out.append(_line(request, {"status_code": 200, "request_id": f"req_{i}", "body": reply}, None))
         for kind, rows in (("output_file_id", out), ("error_file_id", errors)):
             if rows:
-                data = ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+                data = (
+                    self._garbled(batch, [json.dumps(r) for r in rows]) if kind == "output_file_id" else None
+                )
+                data = data or ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
                 batch[kind] = self.add_file_locked(data)
         batch["status"] = "expired" if errors else "completed"
         batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(errors)}
@@ -227,6 +233,7 @@ class Server(ThreadingHTTPServer):
                 "_requests": body["requests"],
                 "_ready": time.time() + self.opts.batch_s,
                 "_expire_at": self.opts.expire_first if first and self.opts.expire_first >= 0 else None,
+                "_garble": self.opts.garble_first if first else 0,
             }
             with open(self.opts.log, "a") as log:
                 log.write(
@@ -255,7 +262,7 @@ class Server(ThreadingHTTPServer):
                         result = {"type": "succeeded", "message": message(i, params, text, prompt)}
                     counts[result["type"]] += 1
                     results.append({"custom_id": request["custom_id"], "result": result})
-                batch["_results"] = ("\n".join(json.dumps(r) for r in results) + "\n").encode()
+                batch["_results"] = self._garbled(batch, [json.dumps(r) for r in results])
                 batch["processing_status"], batch["ended_at"] = "ended", _iso(time.time())
                 batch["request_counts"] = counts
                 batch["results_url"] = f"{base}/v1/messages/batches/{batch_id}/results"
@@ -264,6 +271,14 @@ class Server(ThreadingHTTPServer):
     def message_results(self, batch_id: str) -> bytes:
         with self.lock:
             return self.batches[batch_id]["_results"]
+
+    def _garbled(self, batch: dict, lines: list[str]) -> bytes:
+        """The results file; in the first batch with --garble-first N, its first N lines cut short and a line of
+        garbage added."""
+        if batch.get("_garble"):
+            n = batch["_garble"]
+            lines = [line[: len(line) // 2] for line in lines[:n]] + lines[n:] + ["\x00not a result"]
+        return ("\n".join(lines) + "\n").encode()
 
     def add_file_locked(self, data: bytes) -> str:
         file_id = f"file-{next(self.ids)}"
@@ -316,6 +331,7 @@ def main() -> None:
     parser.add_argument("--batch-s", type=float, default=1.0)
     parser.add_argument("--expire-first", type=int, default=-1)
     parser.add_argument("--fail-marker", default="")
+    parser.add_argument("--garble-first", type=int, default=0)
     server = Server(parser.parse_args())
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

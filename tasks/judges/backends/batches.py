@@ -18,8 +18,12 @@ What comes back. A request answered is parsed as one-by-one calls parse it (`par
 `parse_message`). A request the batch did not reach (expired with the window, the batch cancelled) goes again in
 a new batch, at most `MAX_ROUNDS` in all. A parameter the model refuses is learned as in one-by-one calls and
 those requests go again without it. Any other failed request is a transport failure naming its cause
-(`transport: batch: <code>`): never cached, counted in coverage, asked again by a rerun. A batch that fails as a
-whole (its file refused) raises JudgeBackendError with the provider's reasons.
+(`transport: batch: <code>`): never cached, counted in coverage, asked again by a rerun. Results are read line by
+line: a line that is not a result (cut short, not JSON) is its call's transport failure where its custom_id can
+still be read, and a call of a batch that ended without a line for it is one too — said in one log line, asked
+again by a rerun, never sent again in this run — so one bad line neither fails the run nor keeps the batch open
+(it failed every rerun with a JSONDecodeError). A batch that fails as a whole (its file refused) raises
+JudgeBackendError with the provider's reasons; either way it is closed once read and never read twice.
 
 How the run waits (`batch_wait`). `poll`: this process looks at the batch every `batch_poll_s` until it ends,
 holding its worker (a batch that takes hours keeps a process sleeping for hours). `suspend`: a batch that has not
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 
 import openai
@@ -50,6 +55,7 @@ ENDED = ("completed", "failed", "expired", "cancelled")
 NOT_REACHED = ("batch_expired", "batch_cancelled")  # a request's error code when the batch never got to it
 MAX_ROUNDS = 3
 MAX_REQUESTS = 50_000  # one batch's limit (OpenAI's 50,000 requests; Anthropic's 100,000)
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([0-9a-f]{64})"')  # a call key, in a line that is not JSON
 
 
 def batch_digest(keys: list[str]) -> str:
@@ -143,6 +149,10 @@ class _Batches:
             if self.cache is not None:  # a batch that failed whole: nothing to resume
                 self.cache.close_batch(digest)
             raise
+        if self._ended_whole(batch):  # every request had its turn: one without a result line is a failure, not
+            # a request to send again in this run
+            for call in calls:
+                read.setdefault(call.key, Reply(error=f"{TRANSPORT_FAILURE}batch: no result line for this call"))
         replies = {key: self._redacted(reply) for key, reply in read.items() if reply is not None}
         if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
             self.cache.put_many(self.judge.backend, self.judge.model, replies)
@@ -168,6 +178,34 @@ class _Batches:
                 self.cache.release([])
             batch = self._retrieve(batch_id)
         return batch
+
+    def _lines(self, lines, by_key: dict[str, Call], read_record) -> dict[str, Reply | None]:
+        """Each result line read on its own (`read_record(record, call)`): a line that is not a JSON object is its
+        call's transport failure where its custom_id can be found in it; the rest are counted in one log line."""
+        replies: dict[str, Reply | None] = {}
+        bad = 0
+        for number, line in enumerate(lines, start=1):
+            line = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                call = by_key.get(record.get("custom_id")) if isinstance(record, dict) else None
+                reply = read_record(record, call) if call is not None else None
+            except (ValueError, TypeError, KeyError, AttributeError):
+                bad += 1
+                found = _CUSTOM_ID.search(line)
+                call = by_key.get(found.group(1)) if found else None
+                reply = Reply(error=f"{TRANSPORT_FAILURE}batch: result line {number} unreadable")
+            if call is not None:
+                replies[call.key] = reply
+        if bad:
+            logger().warning(
+                "judge %s: %d batch result line(s) unreadable: those calls are failures, asked again by a rerun",
+                self.judge.name,
+                bad,
+            )
+        return replies
 
     def _failed(self, code, status, body) -> Reply | None:
         """A request the batch answered with an error: None to send it again (a parameter now learned), else a
@@ -246,14 +284,13 @@ class OpenAIBatchBackend(_Batches, OpenAIBackend):
             )
         replies: dict[str, Reply | None] = {}
         for file_id in (batch.output_file_id, batch.error_file_id):
-            if not file_id:
-                continue
-            for line in self._client_sync().files.content(file_id).text.splitlines():
-                record = json.loads(line) if line.strip() else {}
-                call = by_key.get(record.get("custom_id"))
-                if call is not None:
-                    replies[call.key] = self._reply(record, call)
+            if file_id:
+                lines = self._client_sync().files.content(file_id).text.splitlines()
+                replies |= self._lines(lines, by_key, self._reply)
         return replies
+
+    def _ended_whole(self, batch) -> bool:
+        return batch.status in ("completed", "failed")
 
     def _reply(self, record: dict, call: Call) -> Reply | None:
         response = record.get("response") or {}
@@ -304,23 +341,26 @@ class AnthropicBatchBackend(_Batches, AnthropicBackend):
         return batch.processing_status == "ended"
 
     def _results(self, batch, by_key: dict[str, Call]) -> dict[str, Reply | None]:
-        replies: dict[str, Reply | None] = {}
-        for line in self._client_sync().messages.batches.results(batch.id):
-            call = by_key.get(line.custom_id)
-            if call is None:
-                continue
-            result = line.result
-            if result.type == "succeeded":
-                replies[call.key] = parse_message(result.message.model_dump_json())
-            elif result.type == "errored":
-                error = result.error.error  # the error response's error: type, message
-                body = {"type": "error", "error": {"type": error.type, "message": error.message}}
-                replies[call.key] = self._failed(
-                    error.type, 400 if error.type == "invalid_request_error" else None, body
-                )
-            else:  # canceled, expired: not reached
-                replies[call.key] = None
-        return replies
+        # the SDK's decoder stops at the first line it cannot parse: its raw lines are read here one by one
+        decoder = self._client_sync().messages.batches.results(batch.id)
+        try:
+            return self._lines(decoder.http_response.iter_lines(), by_key, self._result)
+        finally:
+            decoder.close()
+
+    def _result(self, record: dict, call: Call) -> Reply | None:
+        result = record["result"]
+        if result["type"] == "succeeded":
+            return parse_message(json.dumps(result["message"]))
+        if result["type"] == "errored":
+            error = result["error"]["error"]  # the error response's error: type, message
+            body = {"type": "error", "error": {"type": error["type"], "message": error.get("message")}}
+            return self._failed(error["type"], 400 if error["type"] == "invalid_request_error" else None, body)
+        return None  # canceled, expired: not reached
+
+    def _ended_whole(self, batch) -> bool:
+        counts = batch.request_counts
+        return not (counts.canceled or counts.expired)
 
 
 def batch_backend(judge: JudgeConfig, cache=None):
