@@ -47,3 +47,21 @@ def with_http_judge(config: EvaluateConfig, url: str, **judge) -> EvaluateConfig
     spec = {"name": "http-judge", "backend": "openai", "model": "m", "base_url": url, "max_concurrency": 2}
     config.judges = [*config.judges, JudgeConfig(**{**spec, "max_pairs": 8, **judge})]
     return config
+
+
+# How long a reliability test waits for an event in a process that is still running (a stage reached, a chunk
+# started): generous on purpose — on a busy machine (load 5-17) the local judge took minutes to start, and a fixed
+# deadline of 300 s failed a test whose run was healthy. A process that exits first fails the wait at once.
+EVENT_BOUND_S = 1800.0
+
+
+def wait_while_running(proc: subprocess.Popen, happened, what: str, every_s: float = 0.2) -> None:
+    """Wait until `happened()` is true, while `proc` runs: fails with its output as soon as it exits first, and
+    only past EVENT_BOUND_S otherwise."""
+    import time
+
+    deadline = time.monotonic() + EVENT_BOUND_S
+    while not happened():
+        assert proc.poll() is None, f"{what}: the process exited first:\n{proc.stdout.read()}"
+        assert time.monotonic() < deadline, f"{what}: not within {EVENT_BOUND_S:.0f} s"
+        time.sleep(every_s)

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from judgeops.config import dump_config
 from judgeops.schemas.store import ArtifactStore
 from tests.conftest import small_config
 from tests.openai_server import ServerProcess
-from tests.reliability.faults import judgeops_process, with_http_judge
+from tests.reliability.faults import EVENT_BOUND_S, judgeops_process, wait_while_running, with_http_judge
 
 pytestmark = pytest.mark.slow
 CONCURRENCY = 2
@@ -46,11 +45,7 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
         with_http_judge(config, server.url, model="test-model", max_concurrency=CONCURRENCY)
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         run = judgeops_process("run", cwd=tmp_path, quiet=True)
-        deadline = time.monotonic() + 240
-        while len(server.entries()) < 12:  # well inside the judge stage
-            assert run.poll() is None, run.stdout.read()
-            assert time.monotonic() < deadline, "the judge stage never started"
-            time.sleep(0.2)
+        wait_while_running(run, lambda: len(server.entries()) >= 12, "the judge stage")  # well inside it
         orphans = _prefect_servers(run.pid)
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
@@ -69,7 +64,7 @@ def test_a_run_killed_in_the_judge_stage_is_marked_crashed_and_the_rerun_repays_
         assert not list((tmp_path / "store").rglob("*.tmp-*"))
 
         rerun = judgeops_process("run", cwd=tmp_path, quiet=True)
-        out = rerun.communicate(timeout=600)[0]
+        out = rerun.communicate(timeout=EVENT_BOUND_S)[0]
         assert rerun.returncode == 0, out
         prompts = Counter(e["sha256"] for e in server.entries() if e["status"] == 200)
         repeated = sum(n - 1 for n in prompts.values())
@@ -107,18 +102,14 @@ def test_a_run_killed_while_the_local_model_judges_repeats_only_its_chunk_in_fli
     ledger = Path(config.cache.path + ".ledger.jsonl")
     chunk = max(8, 4 * next(j for j in config.judges if j.backend == "local").max_concurrency)
     run = judgeops_process("run", cwd=tmp_path, quiet=True)
-    deadline = time.monotonic() + 300
-    while (
-        not ledger.exists() or len(ledger.read_text().splitlines()) <= chunk
-    ):  # the second chunk has started
-        assert run.poll() is None, run.stdout.read()
-        assert time.monotonic() < deadline, "the local judge never started"
-        time.sleep(0.2)
+    wait_while_running(  # the second chunk has started
+        run, lambda: ledger.exists() and len(ledger.read_text().splitlines()) > chunk, "the local judge"
+    )
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
     first = [json.loads(line)["key"] for line in ledger.read_text().splitlines()]
     rerun = judgeops_process("run", cwd=tmp_path, quiet=True)
-    out = rerun.communicate(timeout=600)[0]
+    out = rerun.communicate(timeout=EVENT_BOUND_S)[0]
     assert rerun.returncode == 0, out
     second = [json.loads(line)["key"] for line in ledger.read_text().splitlines()][len(first) :]
     repeated = len(set(first) & set(second))

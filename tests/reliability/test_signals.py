@@ -16,6 +16,7 @@ import pytest
 
 from judgeops.config import dump_config
 from tests.conftest import small_config
+from tests.reliability.faults import wait_while_running
 
 pytestmark = pytest.mark.slow
 
@@ -33,11 +34,8 @@ def test_a_signalled_run_is_cancelled_and_leaves_no_process_behind(tmp_path, sig
         start_new_session=True,  # its own process group, as a terminal's foreground job
         env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"},
     )
-    runs, deadline = tmp_path / "store" / "runs", time.monotonic() + 300
-    while not list(runs.glob("*/items.manifest.json")):  # the flow is past its first stage
-        assert run.poll() is None, run.stdout.read()
-        assert time.monotonic() < deadline, "the run never got going"
-        time.sleep(0.2)
+    runs = tmp_path / "store" / "runs"
+    wait_while_running(run, lambda: list(runs.glob("*/items.manifest.json")), "the first stage")
     (folder,) = runs.iterdir()
     server = json.loads((folder / "run.json").read_text())["prefect"]["temporary_server"]
     assert server and psutil.pid_exists(server["pid"])
