@@ -201,6 +201,14 @@ def _port_taken(port: int) -> bool:
     return False
 
 
+# Prefect keeps the leases of concurrency slots in memory by default: a server restarted while a run held slots
+# forgot their leases and the slots stayed taken for good. On disk (under PREFECT_HOME) they survive the restart
+# and lapse when their holder is gone.
+SERVER_SETTINGS = {
+    "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem"
+}
+
+
 def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
     """A local Prefect server (UI + API) and a process worker, until Ctrl-C or SIGTERM (0) or either dies (1);
     on the way out the flow runs in progress are stopped and marked, then the worker and the server: nothing is
@@ -211,7 +219,8 @@ def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
             "stop it or use --port"
         )
     api = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_API_URL": api}
+    env = {**os.environ, "PREFECT_API_URL": api, **SERVER_SETTINGS}
+    env.update({k: v for k, v in os.environ.items() if k in SERVER_SETTINGS})  # an operator's own choice wins
     previous = signal.signal(signal.SIGTERM, _interrupted)
     server = subprocess.Popen(
         [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env
@@ -227,6 +236,11 @@ def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
         ready(
             f"In another shell: export PREFECT_API_URL={api}; judgeops deploy; judgeops backfill --start ... --end ..."
         )
+        if "postgresql" not in env.get("PREFECT_API_DATABASE_CONNECTION_URL", ""):
+            ready(
+                "The server's database is SQLite (WAL): one worker; for more, start it on PostgreSQL "
+                "(PREFECT_API_DATABASE_CONNECTION_URL=postgresql+asyncpg://…, README: running at scale)"
+            )
         while server.poll() is None and worker.poll() is None:
             time.sleep(1)
         return 1

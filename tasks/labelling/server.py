@@ -103,7 +103,9 @@ class Guard:
         if origin is not None and origin not in self.origins:
             return 403, "a request from another site (Origin) is refused"
         if scope["path"] != "/page.js":
-            given = headers.get(TOKEN_HEADER) or QueryParams(scope.get("query_string", b"")).get("token") or ""
+            given = (
+                headers.get(TOKEN_HEADER) or QueryParams(scope.get("query_string", b"")).get("token") or ""
+            )
             if not secrets.compare_digest(given.encode(), self.token.encode()):
                 return 403, "open the address printed on the console: it carries this session's token"
         length = headers.get("content-length")
@@ -211,7 +213,9 @@ def app(
             return JSONResponse({"error": "expected application/json"}, status_code=415)
         raw = await _body(request)
         if raw is None:
-            return JSONResponse({"error": f"a request body over {MAX_BODY:,} bytes is refused"}, status_code=413)
+            return JSONResponse(
+                {"error": f"a request body over {MAX_BODY:,} bytes is refused"}, status_code=413
+            )
         try:
             body = json.loads(raw)
         except ValueError:

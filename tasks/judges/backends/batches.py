@@ -149,10 +149,12 @@ class _Batches:
             if self.cache is not None:  # a batch that failed whole: nothing to resume
                 self.cache.close_batch(digest)
             raise
-        if self._ended_whole(batch):  # every request had its turn: one without a result line is a failure, not
-            # a request to send again in this run
+        if self._ended_whole(batch):
+            # every request had its turn: one without a result line is a failure, not one to send again now
             for call in calls:
-                read.setdefault(call.key, Reply(error=f"{TRANSPORT_FAILURE}batch: no result line for this call"))
+                read.setdefault(
+                    call.key, Reply(error=f"{TRANSPORT_FAILURE}batch: no result line for this call")
+                )
         replies = {key: self._redacted(reply) for key, reply in read.items() if reply is not None}
         if self.cache is not None:  # the replies first, then the batch closed: a crash between loses nothing
             self.cache.put_many(self.judge.backend, self.judge.model, replies)
@@ -355,7 +357,9 @@ class AnthropicBatchBackend(_Batches, AnthropicBackend):
         if result["type"] == "errored":
             error = result["error"]["error"]  # the error response's error: type, message
             body = {"type": "error", "error": {"type": error["type"], "message": error.get("message")}}
-            return self._failed(error["type"], 400 if error["type"] == "invalid_request_error" else None, body)
+            return self._failed(
+                error["type"], 400 if error["type"] == "invalid_request_error" else None, body
+            )
         return None  # canceled, expired: not reached
 
     def _ended_whole(self, batch) -> bool:

@@ -186,7 +186,12 @@ class HostedBackend:
                 tripped = tripped or self.breaker.open
 
         async with limiter.slots(len(calls)):
-            await asyncio.gather(*(one(c) for c in calls))
+            # every call ends before the batch does, so a failure of one (the fleet's server unreachable) loses
+            # no reply another call is still receiving: those are cached before the error goes up
+            done = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+        failed = next((d for d in done if isinstance(d, BaseException)), None)
+        if failed is not None:
+            raise failed
         if tripped:
             raise JudgeBackendError(
                 f"judge {judge.name}: {self.breaker.in_a_row} calls in a row failed at "
@@ -251,14 +256,22 @@ class HostedBackend:
                 if status not in RETRY_STATUS:
                     break  # 400/401/404...: retrying will not help
                 wait = retry_after_seconds(exc.response.headers.get("retry-after"))
+                if wait is not None and rate_waited + wait > self.judge.rate_limit_wait_s:
+                    # longer than this judge may wait: the call fails now (asked again by the next run), and
+                    # neither this batch nor the fleet is paused for it (one `Retry-After: 86400` held a fleet's
+                    # budget for a day)
+                    last = (
+                        f"HTTP {status}: the provider asks to come back in {wait:g} s, past this judge's "
+                        f"rate_limit_wait_s ({self.judge.rate_limit_wait_s:g} s)"
+                    )
+                    break
                 if status == 429 and wait is not None:
                     if self._pause_until < time.monotonic() + wait:  # a new pause: the fleet's too
                         await self.limiter.pause(wait)
                     self._pause_until = max(self._pause_until, time.monotonic() + wait)
-                    if rate_waited + wait <= self.judge.rate_limit_wait_s:
-                        rate_waited += wait
-                        await asyncio.sleep(wait)
-                        continue
+                    rate_waited += wait
+                    await asyncio.sleep(wait)
+                    continue
             except self.connection_error as exc:
                 last = _transport_name(exc)
             else:
@@ -273,6 +286,8 @@ class HostedBackend:
                 break
             backoff = min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)  # jittered exponential
             attempt += 1
+            if wait is not None:  # a 5xx's Retry-After, within the allowance checked above
+                rate_waited += wait
             await asyncio.sleep(wait if wait is not None else backoff)
         return Reply(
             error=f"{TRANSPORT_FAILURE}{last}",

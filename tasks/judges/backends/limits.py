@@ -22,7 +22,13 @@ worth at a time 0.93 × (bench/fleet_limit.py, BENCHMARKS.md). FleetBucket takes
 once, in hundredths (a lost fraction is a hundredth of a request), asks for the next chunk while spending this
 one, and asks again after an eighth of a second when refused: 1.00 ×. A 429 with Retry-After pauses the fleet:
 the rate limit's active slots are set past its top by the pause's worth, so no process acquires until they
-have decayed.
+have decayed — a time, since they decay at the limit's rate, and never longer than the judge's
+`rate_limit_wait_s` (a longer Retry-After fails the call instead: hosted.py).
+
+Every wait here ends. Slots are waited for at most `rate_limit_wait_s` + PATIENCE_S (a pause is the longest
+legitimate wait); a Prefect server that does not answer is asked again with backoff for PATIENCE_S; past either,
+FleetUnavailable (a JudgeBackendError: one line, the answered calls cached first). The concurrency slots are
+Prefect's leased ones: a run that dies holding them lets them go when the lease lapses (LEASE_S).
 """
 
 from __future__ import annotations
@@ -31,12 +37,21 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import random
 import time
 
 from judgeops.config import EvaluateConfig, JudgeConfig, LimitConfig, limit_name
+from judgeops.tasks.judges.backends.base import JudgeBackendError
 
 log = logging.getLogger("judgeops.limits")
+# how long an unreachable Prefect server is waited for, and slots beyond a pause
+PATIENCE_S = float(os.environ.get("JUDGEOPS_FLEET_PATIENCE_S", "120"))
+LEASE_S = 60.0  # a concurrency slot's lease: renewed while held, let go this long after its holder died
+
+
+class FleetUnavailable(JudgeBackendError):
+    """The fleet's budget could not be reached or had no slot within its bound."""
 
 
 class TokenBucket:
@@ -148,8 +163,9 @@ class FleetBucket:
     again after an eighth of a second (jittered), not after Prefect's Retry-After, which grows with every
     waiting process's denials and left the budget idle between them (0.8 × the limit with 4 processes)."""
 
-    def __init__(self, gcl: str, slots: int, per_second: float, scale: int = 1):
+    def __init__(self, gcl: str, slots: int, per_second: float, scale: int = 1, wait_s: float = 600.0):
         self.gcl, self.scale = gcl, scale
+        self.wait_s = wait_s + PATIENCE_S  # the longest a slot is waited for (a pause, then some)
         self.capacity = max(1, slots // scale)  # in units (requests or tokens)
         self.chunk = max(1, min(self.capacity, math.ceil(per_second / scale / 4)))
         self.poll_s = max(0.01, self.chunk / (per_second / scale) / 2)
@@ -175,6 +191,7 @@ class FleetBucket:
         import httpx
         from prefect.client.orchestration import get_client
 
+        start, unreachable_since, backoff = time.monotonic(), None, 0.5
         try:
             async with get_client() as client:
                 while True:
@@ -185,7 +202,24 @@ class FleetBucket:
                     except httpx.HTTPStatusError as exc:
                         if exc.response.status_code != 423:  # 423 Locked: no slots now
                             raise
+                        unreachable_since = None
+                        if time.monotonic() - start > self.wait_s:
+                            raise FleetUnavailable(
+                                f"no slot of the rate limit {self.gcl} in {self.wait_s:.0f} s (`prefect gcl "
+                                f"inspect {self.gcl}`); the answered calls are cached: rerun to go on"
+                            ) from None
                         await asyncio.sleep(self.poll_s * random.uniform(0.5, 1.5))
+                        continue
+                    except (httpx.TransportError, OSError) as exc:  # the server down or restarting
+                        unreachable_since = unreachable_since or time.monotonic()
+                        if time.monotonic() - unreachable_since > PATIENCE_S:
+                            raise FleetUnavailable(
+                                f"the Prefect server holding the rate limit {self.gcl} did not answer for "
+                                f"{PATIENCE_S:.0f} s ({type(exc).__name__}); the answered calls are cached: rerun "
+                                "once it is back"
+                            ) from None
+                        await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
+                        backoff = min(backoff * 2, 10.0)
                         continue
                     if not response.json():  # the server grants anything on a limit it does not have
                         raise RuntimeError(f"the rate limit {self.gcl} is gone from the Prefect server")
@@ -225,8 +259,10 @@ class Limiter:
 
     def _fleet_bucket(self, specs: dict[str, tuple[int, float]], suffix: str) -> FleetBucket | TokenBucket:
         gcl = f"{self.name}-{suffix}"
-        return (
-            FleetBucket(gcl, *specs[gcl], scale=SLOTS_PER_UNIT[suffix]) if gcl in specs else TokenBucket(None)
+        if gcl not in specs:
+            return TokenBucket(None)
+        return FleetBucket(
+            gcl, *specs[gcl], scale=SLOTS_PER_UNIT[suffix], wait_s=self.judge.rate_limit_wait_s
         )
 
     async def aclose(self) -> None:
@@ -237,7 +273,21 @@ class Limiter:
 
     async def ready(self) -> None:
         if self.fleet and not self._ready:
-            await ensure_gcls(self.limit, self.name)
+            import httpx
+
+            since, backoff = time.monotonic(), 0.5
+            while True:
+                try:
+                    await ensure_gcls(self.limit, self.name)
+                    break
+                except (httpx.TransportError, OSError) as exc:
+                    if time.monotonic() - since > PATIENCE_S:
+                        raise FleetUnavailable(
+                            f"judge {self.judge.name}: the Prefect server holding its budget {self.name} did not "
+                            f"answer for {PATIENCE_S:.0f} s ({type(exc).__name__}); rerun once it is back"
+                        ) from None
+                    await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
+                    backoff = min(backoff * 2, 10.0)
             self._ready = True
 
     async def take(self, tokens: float) -> None:
@@ -254,7 +304,30 @@ class Limiter:
         from prefect.concurrency.asyncio import concurrency
 
         occupy = min(self.in_flight, calls)
-        return concurrency(f"{self.name}-concurrency", occupy=occupy, strict=True)
+        return self._held(concurrency, occupy)
+
+    @contextlib.asynccontextmanager
+    async def _held(self, concurrency, occupy: int):
+        gcl = f"{self.name}-concurrency"
+        bound = self.judge.rate_limit_wait_s + PATIENCE_S
+        from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
+
+        try:
+            held = concurrency(gcl, occupy=occupy, strict=True, timeout_seconds=bound, lease_duration=LEASE_S)
+            await held.__aenter__()
+        except TimeoutError:
+            raise FleetUnavailable(
+                f"no slot of {gcl} in {bound:.0f} s (`prefect gcl inspect {gcl}`); rerun to go on"
+            ) from None
+        except ConcurrencySlotAcquisitionError as exc:  # the server unreachable, or the limit gone from it
+            raise FleetUnavailable(f"the slots of {gcl} could not be taken ({exc}); rerun to go on") from None
+        try:
+            yield
+        except BaseException as exc:
+            if not await held.__aexit__(type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            await held.__aexit__(None, None, None)
 
     async def pause(self, seconds: float) -> None:
         """Tell the fleet to wait `seconds` (a 429's Retry-After): fill the rate limit past its top."""
@@ -265,6 +338,7 @@ class Limiter:
 
         gcl = f"{self.name}-rpm"
         slots, decay = gcl_specs(self.limit, self.name)[gcl]
+        seconds = min(seconds, self.judge.rate_limit_wait_s)  # never longer than a judge would wait itself
         active = slots + math.ceil(seconds * decay)
         try:
             async with get_client() as client:
