@@ -44,10 +44,17 @@ class PostgresServer:
             shutil.chown(self.folder, "postgres")
             self.as_user = ["runuser", "-u", "postgres", "--"]
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", USER, "--no-sync", "-E", "UTF8")
+        self.start()
+
+    def start(self) -> None:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
         self._run(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start"
         )
+
+    def halt(self) -> None:
+        """Stop the server, keeping its data (start() brings it back): every connection is dropped."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def _run(self, program: str, *args: str) -> None:
         done = subprocess.run([*self.as_user, str(self.bin / program), *args], capture_output=True, text=True)

@@ -17,16 +17,25 @@ LOCAL = ("run", "ingest", "recalibrate", "backfill")  # the commands that run a 
 
 @functools.cache
 def stopping() -> tuple[type[BaseException], ...]:
-    """A run stopped on purpose: a broken contract, an unreadable source, a full store, a judge that gave up,
-    the budget, a backfilled week that did not complete."""
+    """A run stopped on purpose: a broken contract, an unreadable source, a full store, a judge that gave up, a
+    call cache out of reach, the budget, a backfilled week that did not complete."""
     from judgeops.data_contracts import ContractViolation
     from judgeops.flows.backfill import BackfillError
     from judgeops.schemas.store import StoreError
     from judgeops.tasks.ingest import IngestError
     from judgeops.tasks.judges.backends.base import JudgeBackendError
+    from judgeops.tasks.judges.cache import CacheUnavailable
     from judgeops.tasks.judges.cost import BudgetExceeded
 
-    return (ContractViolation, IngestError, StoreError, JudgeBackendError, BudgetExceeded, BackfillError)
+    return (
+        ContractViolation,
+        IngestError,
+        StoreError,
+        JudgeBackendError,
+        CacheUnavailable,
+        BudgetExceeded,
+        BackfillError,
+    )
 
 
 def describe(exc: BaseException, command: str) -> tuple[int, str] | None:

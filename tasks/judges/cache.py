@@ -22,6 +22,7 @@ of which calls a crashed run had in flight.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -115,6 +116,9 @@ CREATE TABLE IF NOT EXISTS batch_calls (
 )
 """
 CLAIM_TTL_S = 600.0  # a claim from another host not refreshed this long is taken for dead
+_OPEN_OWNERS: set[str] = (
+    set()
+)  # the claim owners of this process's open handles (a closed one's claims are dead)
 
 
 def _in_chunks(keys: list[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
@@ -148,6 +152,7 @@ class CallCache:
     def _identify(self) -> None:
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
+        _OPEN_OWNERS.add(self.owner)
 
     # -- the dialect ---------------------------------------------------------------------------
     def _sql(self, statement: str) -> str:
@@ -186,6 +191,7 @@ class CallCache:
 
     def close(self) -> None:
         """Close the file; claims this handle still holds are dropped (its calls are no longer in flight)."""
+        _OPEN_OWNERS.discard(self.owner)
         with contextlib.suppress(sqlite3.Error):
             self._db.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
         self._db.close()
@@ -311,7 +317,7 @@ class CallCache:
                 dead = [
                     (k, owner)
                     for k, owner, host, pid, claimed in held
-                    if owner != self.owner and self._dead(host, pid, claimed, now)
+                    if owner != self.owner and self._dead(owner, host, pid, claimed, now)
                 ]
                 # the dead owner's claim only: another caller may have taken the key over meanwhile
                 self._many("DELETE FROM claims WHERE key = ? AND owner = ?", dead)
@@ -334,7 +340,11 @@ class CallCache:
                 mine |= won - late
         return mine, theirs - mine
 
-    def _dead(self, host: str, pid: int, claimed: float, now: float) -> bool:
+    def _dead(self, owner: str, host: str, pid: int, claimed: float, now: float) -> bool:
+        # this process's claims are alive while their handle is open: a stage retried in the same process must
+        # not wait on the handle that failed
+        if host == self.host and pid == self.pid:
+            return owner not in _OPEN_OWNERS
         if host == self.host:
             return not process_alive(pid, None)
         return now - claimed > CLAIM_TTL_S
@@ -439,7 +449,7 @@ class CallCache:
             for key, owner, host, pid, claimed in self._rows(
                 f"SELECT key, owner, host, pid, claimed FROM claims WHERE key IN ({marks})", chunk
             ):
-                if owner != self.owner and not self._dead(host, pid, claimed, now):
+                if owner != self.owner and not self._dead(owner, host, pid, claimed, now):
                     theirs.add(key)
         return theirs
 
@@ -456,6 +466,48 @@ CREATE TABLE IF NOT EXISTS ledger (
 
 
 redact = redact_url  # the URL without its password: what a message or a log may show
+# how long a PostgreSQL cache whose connection dropped is reconnected to before the run stops
+RECONNECT_S = 60.0
+
+
+class CacheUnavailable(ConnectionError):
+    """The call cache cannot be reached (at open, or after RECONNECT_S of reconnecting): one line, no password."""
+
+
+def _reconnecting(method):
+    """A PostgreSQL cache operation, done again on a fresh connection when the server dropped the last one
+    (restarted, stopped a while, connections terminated): each operation is one transaction that is safe to
+    repeat (inserts ignore what is there; a claim of this handle's own is its own), retried with backoff for
+    RECONNECT_S, then CacheUnavailable."""
+
+    @functools.wraps(method)
+    def again(self, *args, **kwargs):
+        import psycopg
+
+        since, backoff = None, 0.25
+        while True:
+            try:
+                return method(self, *args, **kwargs)
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if not self._db.closed and not self._db.broken:
+                    raise  # the statement's own error on a live connection: not ours to retry
+                since = since or time.monotonic()
+                while True:
+                    if time.monotonic() - since > RECONNECT_S:
+                        raise CacheUnavailable(
+                            f"call cache {self.path}: the connection dropped and could not be made again in "
+                            f"{RECONNECT_S:.0f} s ({type(exc).__name__}); the calls answered so far are cached: "
+                            "rerun once the database is back"
+                        ) from None
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    try:
+                        self._reconnect()
+                        break
+                    except psycopg.OperationalError:
+                        continue
+
+    return again
 
 
 def with_environment(url: str) -> str:
@@ -481,11 +533,11 @@ class PostgresCallCache(CallCache):
                 "a postgresql:// call cache needs psycopg: pip install 'judgeops[postgres]'"
             ) from exc
         self.path = redact(url)
-        url = with_environment(url)
+        self._url = with_environment(url)  # kept to reconnect with; never shown
         try:
-            self._db = psycopg.connect(url, autocommit=True, connect_timeout=30)
+            self._db = psycopg.connect(self._url, autocommit=True, connect_timeout=30)
         except psycopg.OperationalError as exc:  # its message may quote the URL: never the password
-            raise ConnectionError(f"call cache {self.path}: {redact(str(exc)).strip()}") from None
+            raise CacheUnavailable(f"call cache {self.path}: {redact(str(exc)).strip()}") from None
         with self._db.transaction():
             self._db.execute(
                 "SELECT pg_advisory_xact_lock(7283)"
@@ -499,6 +551,13 @@ class PostgresCallCache(CallCache):
             self._db.execute(_BATCH_CALLS)
         self._identify()
         self.ledger = None
+
+    def _reconnect(self) -> None:
+        import psycopg
+
+        with contextlib.suppress(Exception):
+            self._db.close()
+        self._db = psycopg.connect(self._url, autocommit=True, connect_timeout=10)
 
     def _sql(self, statement: str) -> str:
         return statement.replace("?", "%s")
@@ -517,6 +576,7 @@ class PostgresCallCache(CallCache):
                 cursor.executemany(self._sql(statement), rows)
 
     def close(self) -> None:
+        _OPEN_OWNERS.discard(self.owner)
         with contextlib.suppress(Exception):
             self._db.execute("DELETE FROM claims WHERE owner = %s", (self.owner,))
         self._db.close()
@@ -548,3 +608,23 @@ class PostgresCallCache(CallCache):
     def ledger_keys(self) -> list[str]:
         """The keys of every call sent, in the order they were recorded."""
         return [k for (k,) in self._rows("SELECT key FROM ledger ORDER BY t, key")]
+
+
+# every operation of the PostgreSQL cache survives a dropped connection (see _reconnecting)
+for _name in (
+    "get_many",
+    "put_many",
+    "size_bytes",
+    "stats",
+    "prune",
+    "claim",
+    "record_sent",
+    "open_batch",
+    "record_batch",
+    "batches_holding",
+    "close_batch",
+    "release",
+    "ledger_keys",
+    "_held_by_others",
+):
+    setattr(PostgresCallCache, _name, _reconnecting(getattr(PostgresCallCache, _name)))
