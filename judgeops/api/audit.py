@@ -25,6 +25,7 @@ def audit_propose(
 def audit_lines(summary: dict) -> list[str]:
     """`audit_apply`'s summary as a person reads it."""
     out = [f"{summary['n_labels']} audited labels; head taken: {summary['head']}"]
+    out += [f"warning: {line}" for line in summary.get("labels_left_out", [])]
     for head, score in summary["audit_accuracy"].items():
         loo = " (leave-one-out)" if head in audit.HEADS[1:] else ""
         out.append(f"  {head}: weighted accuracy on the audit {score:.3f}{loo}")
@@ -84,7 +85,8 @@ def audit_apply(
         if value is not None and not 0 < value < 1:
             raise InputError(f"{name} {value}: expected a number strictly between 0 and 1")
     votes = scoring.read_label_votes(votes_path)
-    labels, weights, people = read_labels(labels_path)  # a filled csv, or the annotation page's log
+    left_out: list[str] = []
+    labels, weights, people = read_labels(labels_path, left_out.append)  # a filled csv, or the page's log
     stray = sorted(set(labels.index) - set(votes["task"].astype(str)), key=str)
     if stray:  # an audit of another panel, or a task id mistyped: it would be ignored in silence
         raise InputError(
@@ -100,6 +102,8 @@ def audit_apply(
     from judgeops.tasks.aggregate.with_people import check_with_people
 
     chosen, summary, _ = check_with_people(votes, labels, weights, people, method, target_error, delta)
+    if left_out:
+        summary["labels_left_out"] = left_out
     out = chosen.rename("label").rename_axis("task").reset_index()
     if truth_path:
         tasks = chosen.index

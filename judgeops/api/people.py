@@ -39,13 +39,19 @@ def load_audit(votes_path: str, audit_path: str, items_path: str | None = None):
     return from_tables(audit, votes, items)
 
 
-def read_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
-    """`scoring.read_audit_labels`, also for the page's label log (.jsonl): its latest answer per person and task."""
+def read_labels(
+    path: str, say: Callable[[str], None] | None = None
+) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
+    """`scoring.read_audit_labels`, also for the page's label log (.jsonl): its latest answer per person and task.
+    The log's lines left out (cut short by a crash, not a JSON object) are counted and named through `say`."""
     if not str(path).endswith(".jsonl"):
         return scoring.read_audit_labels(path)
     if not Path(path).is_file():
         raise InputError(f"label log not found: {path}")
-    records, _ = label_log.read(path)
+    records, problems = label_log.read(path)
+    if problems and say is not None:
+        shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
+        say(f"{path}: {len(problems)} line(s) left out of {len(records) + len(problems)}: {shown}")
     if records.empty:
         raise InputError(f"{path}: no label in the log yet")
     return scoring.parse_audit_labels(latest(records), path)

@@ -103,17 +103,46 @@ def read_audit_labels(path: str) -> tuple[pd.Series, pd.Series | None, pd.DataFr
     return parse_audit_labels(read_table(path, "audit labels"), path)
 
 
+MAX_LABEL_ROWS = 200_000  # an audit labels hundreds to thousands of tasks, by a handful of people each
+MAX_ANNOTATORS = 1_000  # their agreement is a tasks × people table
+
+
 def parse_audit_labels(
     table: pd.DataFrame, path: str
 ) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
-    """`read_audit_labels` on a table already read (e.g. the annotation page's label log: api/people.py)."""
+    """`read_audit_labels` on a table already read (e.g. the annotation page's label log: api/people.py). Refused
+    with one line: more than MAX_LABEL_ROWS rows or MAX_ANNOTATORS people (a 2,000,000-row file ran silent for
+    over 10 minutes), a weight that is not a positive finite number (it was used: -5, 0, NaN)."""
     if not {"task", "label"} <= set(table.columns):
         raise InputError(f"{path}: expected columns task, label (and weight from propose)")
+    if len(table) > MAX_LABEL_ROWS:
+        raise InputError(
+            f"{path}: {len(table):,} rows, more than the {MAX_LABEL_ROWS:,} an audit's labels may have (an audit "
+            "labels hundreds to thousands of tasks): is it the right file?"
+        )
     table = table.assign(task=table["task"].astype(str), label=label_key(table["label"]))
     filled = table.dropna(subset=["label"])
     filled = filled[~filled["label"].str.strip().isin(["", *NO_LABEL])]
     if filled.empty:
         raise InputError(f"{path}: no label is filled in")
+    if "weight" in filled.columns:
+        weight = pd.to_numeric(filled["weight"], errors="coerce")
+        bad = ~(np.isfinite(weight) & (weight > 0))
+        if bad.any():
+            row = filled.index[bad.to_numpy()][0]
+            where = filled["source"][row] if "source" in filled.columns else f"row {int(row) + 2}"
+            value = filled["weight"][row]
+            shown = repr(value) if isinstance(value, str) else str(value)
+            raise InputError(
+                f"{path}, {where}, field 'weight': {shown} is not a positive finite number "
+                "(an inclusion weight: its stratum's size over its sample)"
+            )
+        filled = filled.assign(weight=weight)
+    if "annotator" in filled.columns and filled["annotator"].nunique() > MAX_ANNOTATORS:
+        raise InputError(
+            f"{path}, field 'annotator': {filled['annotator'].nunique():,} people, more than the "
+            f"{MAX_ANNOTATORS:,} whose agreement an audit computes"
+        )
     people = None
     if "annotator" in filled.columns:
         from judgeops.tasks.aggregate.agreement import majority_labels

@@ -222,28 +222,52 @@ def _json_reject(where: str, lineno: int, raw: bytes, exc: Exception) -> Reject:
     return Reject(where, lineno, None, f"not valid JSON: {reason}{truncated}")
 
 
+EMPTY_FILE = "the file is empty: skipped"
+MAX_RESYNCS = 100  # a file with more runaway quotes than this is read on past each one (no re-reading)
+
+
 def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | list | Reject]]:
     """Rows of a CSV (quoted fields may span lines: the line number is where the record starts).
 
     A bad row never ends the file: bytes that are not UTF-8 are decoded with surrogateescape, so the row
     they sit in is quarantined naming its line, field and byte while reading goes on; a row the csv module
-    refuses (a field over the size limit) is quarantined and the reader resumes at the next line."""
+    refuses (a field over the size limit, a stray quote) is quarantined and the reader resumes at the next line.
+    A quote left open runs on over the next lines until the csv module gives up: only its first line is
+    quarantined, and reading starts again on the line after it (the file read again from there), so the good
+    rows it swallowed are kept."""
+    skip, names, resyncs = 0, None, 0
+    while True:
+        resume = yield from _csv_pass(path, header, skip, names, resyncs < MAX_RESYNCS)
+        if resume is None:
+            return
+        skip, names = resume
+        resyncs += 1
+
+
+def _csv_pass(path: Path, header: bool, skip: int, names, resync: bool):
+    """Read from line `skip` + 1 on; returns None at the end, or (lines to skip, header) to read again from."""
     with open_binary(path) as fh:
         # utf-8-sig: a byte-order mark before the header is dropped (it would rename the first column)
         text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="surrogateescape", newline="")
+        for _ in range(skip):
+            text.readline()
         # strict: a stray or unterminated quote is an error (quarantined), not a field that swallows the next record
         reader = csv.reader(text, strict=True)
-        names = None
-        start = 1
+        start = skip + 1
         while True:
             try:
                 row = next(reader)
             except StopIteration:
-                return
+                return None
             except csv.Error as exc:
-                span = f" (the record runs to line {reader.line_num})" if reader.line_num > start else ""
+                end = skip + reader.line_num
+                if end > start and resync:  # a runaway quoted record: its first line only is bad
+                    reason = f"malformed CSV: {exc} (the record runs to line {end}; read again from line {start + 1})"
+                    yield start, Reject(str(path), start, None, reason)
+                    return start, names
+                span = f" (the record runs to line {end})" if end > start else ""
                 yield start, Reject(str(path), start, None, f"malformed CSV: {exc}{span}")
-                start = reader.line_num + 1
+                start = end + 1
                 continue
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
                 raise IngestError(
@@ -257,7 +281,7 @@ def iter_csv_records(path: Path, header: bool) -> Iterator[tuple[int, dict | lis
                 names = row
             else:
                 yield start, (dict(zip(names, row, strict=False)) if header else row)
-            start = reader.line_num + 1
+            start = skip + reader.line_num + 1
 
 
 def _undecodable(row: list[str], names: list[str] | None) -> tuple[str | None, int] | None:
@@ -577,8 +601,9 @@ BUILTIN_READERS = (read_gsm8k, read_mmlu, read_truthfulqa, read_medqa)
 def read_file_source(src: FileSource) -> Iterator[ItemRow | Reject]:
     reader = None if src.format in GENERIC_FORMATS else plugins.load("sources", src.format)
     for path in expand_paths(src.path, src.format):
-        if file_size(path) == 0:
-            raise IngestError(f"{path}: the file is empty")
+        if file_size(path) == 0:  # set aside with its reason; the other files go on (items.py stops a run
+            yield Reject(str(path), 0, None, EMPTY_FILE)  # whose every source is empty)
+            continue
         if reader is None:
             records = read_generic(path, src)
         elif reader in BUILTIN_READERS:

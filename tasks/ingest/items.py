@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from judgeops.config import SamplingConfig
 from judgeops.schemas.artifacts import schema_for
-from judgeops.tasks.ingest.adapters import Reject
+from judgeops.tasks.ingest.adapters import EMPTY_FILE, IngestError, Reject
 from judgeops.tasks.ingest.pairwise import ingest_pairwise
 from judgeops.tasks.ingest.responses import ingest_responses
 from judgeops.tasks.ingest.sources import source_rows
@@ -158,6 +158,11 @@ def ingest_items(
         )
         dupes = pd.concat([dupes, clashes], ignore_index=True)
         items = items.loc[~taken]
+    empty = [r for r in rejects if r.reason == EMPTY_FILE]
+    if empty:
+        if items.empty and len(empty) == len(rejects):  # nothing but empty files: nothing to evaluate
+            raise IngestError(f"{empty[0].file}: the file is empty (and no other source has a record)")
+        log.warning("ingest: %d empty source file(s) skipped, e.g. %s", len(empty), empty[0].file)
     sampled = sample_per_domain(items, sampling or SamplingConfig())
     if rejects:
         log.warning("ingest: %d records quarantined, e.g. %s", len(rejects), rejects[0].message())

@@ -187,7 +187,7 @@ def test_an_unterminated_csv_quote_is_quarantined_not_merged_into_the_next_recor
     path = tmp_path / "qa.csv"
     path.write_text('question,answer\n"What is 1 + 1?,2\n"What is 2 + 2?",4\n"What is 3 + 3?",6\n')
     result = _ingest({"path": str(path), "format": "csv"})
-    assert result.items["question"].tolist() == ["What is 3 + 3?"]
+    assert result.items["question"].tolist() == ["What is 2 + 2?", "What is 3 + 3?"]  # read again from line 3
     (reason,) = result.quarantine["quarantine_reason"]
     assert reason.startswith(f"{path}, line 2: malformed CSV") and "the record runs to line 3" in reason
 
