@@ -108,11 +108,12 @@ MAX_ANNOTATORS = 1_000  # their agreement is a tasks × people table
 
 
 def parse_audit_labels(
-    table: pd.DataFrame, path: str
+    table: pd.DataFrame, path: str, weightless: bool = False
 ) -> tuple[pd.Series, pd.Series | None, pd.DataFrame | None]:
     """`read_audit_labels` on a table already read (e.g. the annotation page's label log: api/people.py). Refused
     with one line: more than MAX_LABEL_ROWS rows or MAX_ANNOTATORS people (a 2,000,000-row file ran silent for
-    over 10 minutes), a weight that is not a positive finite number (it was used: -5, 0, NaN)."""
+    over 10 minutes), a weight that is not a positive finite number (it was used: -5, 0, NaN). `weightless`: a
+    missing weight is allowed (weight 1: a label given to another run's audit, as the people stage reads them)."""
     if not {"task", "label"} <= set(table.columns):
         raise InputError(f"{path}: expected columns task, label (and weight from propose)")
     if len(table) > MAX_LABEL_ROWS:
@@ -128,6 +129,8 @@ def parse_audit_labels(
     if "weight" in filled.columns:
         weight = pd.to_numeric(filled["weight"], errors="coerce")
         bad = ~(np.isfinite(weight) & (weight > 0))
+        if weightless:  # only a weight that is there and wrong
+            bad &= filled["weight"].notna()
         if bad.any():
             row = filled.index[bad.to_numpy()][0]
             where = filled["source"][row] if "source" in filled.columns else f"row {int(row) + 2}"

@@ -174,7 +174,7 @@ def check_run_with_people(
     table = labels.assign(task=labels["task"].map(to_run))[
         ["task", "label", "annotator", "adjudicated", "weight"]
     ]
-    human, weights, people = parse_audit_labels(table, "the label log")
+    human, weights, people = parse_audit_labels(table, "the label log", weightless=True)
     chosen, summary, refit = check_with_people(votes, human, weights, people, "auto", target_error, delta)
     gold = canonical_gold(variants, variant)
     known = gold.index.intersection(chosen.index)
