@@ -373,6 +373,12 @@ class JudgeConfig(_Strict):
     batch_poll_s: float = Field(
         30.0, gt=0, description="batch: seconds between two looks at a batch's status"
     )
+    batch_max_wait_s: float = Field(
+        25 * 3600.0,
+        gt=0,
+        description="batch: the longest a run polls one batch (the providers' window is 24 h); past it the stage "
+        "stops in one line and the batch stays recorded, read by a rerun once it has ended. Not part of any key",
+    )
     batch_wait: Literal["auto", "poll", "suspend"] = Field(
         "auto",
         description="batch: how a run waits for its batch. suspend: the run is suspended (its worker freed) and "

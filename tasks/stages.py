@@ -52,6 +52,12 @@ from judgeops.tasks.report import publish, render_report, render_samples, sample
 from judgeops.tasks.runner import Refs, Stage, run_stage
 from judgeops.tasks.sharding import ShardsRunner, blocks_runner
 
+# how a judge waits for its provider batch changes no verdict: every judge keys the stage as if it waited the
+# default way
+WAITING_UNKEYED = {
+    "batch_wait": "auto",
+    "batch_max_wait_s": JudgeConfig.model_fields["batch_max_wait_s"].default,
+}
 INGEST = Stage("ingest", code=("judgeops.tasks.ingest.items",))
 CONSTRUCT = Stage("construct", ("judgeops.tasks.construct.build",), ("items",), ("external_pairs",))
 JUDGE = Stage(
@@ -245,7 +251,7 @@ def judge_stage(
             store,
             JUDGE,
             JUDGE.select(artifacts),
-            {"judges": [j.model_copy(update={"batch_wait": "auto"}) for j in judges], "cost": cost},
+            {"judges": [j.model_copy(update=WAITING_UNKEYED) for j in judges], "cost": cost},
             lambda t: {
                 "verdicts": judge_all(
                     t, judges, store.run_id, batch_size, _Progress, cache_path, cost, run_plan
@@ -304,7 +310,7 @@ def robustness_stage(
         return {"robustness": table}
 
     # how a judge waits for its probe's provider batch does not change the probe: not part of the key
-    params = {"judges": [j.model_copy(update={"batch_wait": "auto"}) for j in judges], "config": config}
+    params = {"judges": [j.model_copy(update=WAITING_UNKEYED) for j in judges], "config": config}
     return run_stage(store, ROBUSTNESS, ROBUSTNESS.select(artifacts), params, compute, reuse)
 
 

@@ -42,6 +42,7 @@ import time
 import openai
 
 from judgeops.config import JudgeConfig
+from judgeops.schemas.liveness import raise_if_signalled
 from judgeops.tasks.judges.backends.anthropic import AnthropicBackend, parse_message
 from judgeops.tasks.judges.backends.base import BatchPending, JudgeBackendError
 from judgeops.tasks.judges.backends.openai import OpenAIBackend, parse_completion
@@ -171,11 +172,23 @@ class _Batches:
         return self._ended(self._retrieve(batch_id))
 
     def _wait(self, batch_id: str):
+        """The batch once it has ended: polled every batch_poll_s for at most batch_max_wait_s (then
+        JudgeBackendError: the batch stays recorded and a rerun reads it), and never past a SIGINT or SIGTERM."""
         batch = self._retrieve(batch_id)
         if not self._ended(batch) and self.judge.batch_wait == "suspend":
             raise BatchPending([{"judge": self.judge.name, "batch_id": batch_id}])
+        deadline = time.monotonic() + self.judge.batch_max_wait_s
         while not self._ended(batch):
-            time.sleep(self.judge.batch_poll_s)
+            if time.monotonic() > deadline:
+                raise JudgeBackendError(
+                    f"judge {self.judge.name}: batch {batch_id} has not ended after "
+                    f"{self.judge.batch_max_wait_s:g} s (batch_max_wait_s); it stays recorded: a rerun reads it "
+                    "once it has ended, without paying again"
+                )
+            next_look = time.monotonic() + self.judge.batch_poll_s
+            while (left := next_look - time.monotonic()) > 0:
+                raise_if_signalled()  # SIGINT / SIGTERM end the wait within a second
+                time.sleep(min(1.0, left))
             if self.cache is not None:  # its calls' claims kept fresh: no other host takes them for dead
                 self.cache.release([])
             batch = self._retrieve(batch_id)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from prefect.blocks.system import Secret
 
 from judgeops.config import JudgeConfig
+from judgeops.schemas.liveness import raise_if_signalled
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.backends.limits import Limiter
 from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply, token_estimate
@@ -54,6 +55,16 @@ def resolve_api_key(judge: JudgeConfig) -> str | None:
     if judge.api_key_secret:
         return Secret.load(judge.api_key_secret).get()
     return None
+
+
+async def patient_sleep(seconds: float) -> None:
+    """asyncio.sleep in slices of at most a second, raising Interrupted once SIGINT or SIGTERM has been noted: a
+    wait in the backend's thread (a Retry-After, a slot) ends within a second of the signal, not when it is over."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        raise_if_signalled()
+        await asyncio.sleep(min(1.0, left))
+    raise_if_signalled()
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -228,7 +239,7 @@ class HostedBackend:
                 known = dict(self.findings)  # what this request goes without (params() reads the findings)
             pause = self._pause_until - time.monotonic()
             if pause > 0:  # another call of this batch was told to come back later
-                await asyncio.sleep(pause)
+                await patient_sleep(pause)
             await self.limiter.take(tokens)  # every request sent counts, retries too
             wait = None
             try:
@@ -270,7 +281,7 @@ class HostedBackend:
                         await self.limiter.pause(wait)
                     self._pause_until = max(self._pause_until, time.monotonic() + wait)
                     rate_waited += wait
-                    await asyncio.sleep(wait)
+                    await patient_sleep(wait)
                     continue
             except self.connection_error as exc:
                 last = _transport_name(exc)
@@ -288,7 +299,7 @@ class HostedBackend:
             attempt += 1
             if wait is not None:  # a 5xx's Retry-After, within the allowance checked above
                 rate_waited += wait
-            await asyncio.sleep(wait if wait is not None else backoff)
+            await patient_sleep(wait if wait is not None else backoff)
         return Reply(
             error=f"{TRANSPORT_FAILURE}{last}",
             latency_ms=(time.perf_counter() - t0) * 1000,

@@ -1,0 +1,85 @@
+"""Every wait has an end. A provider batch that never ends was polled past 424 s with no deadline, and a run
+waiting on something (a batch, fleet slots, a Retry-After) did not yield to SIGTERM (alive 11 minutes). Now a
+polled batch is given up after `batch_max_wait_s` with one line (the batch stays recorded: the rerun reads it
+without paying again), and SIGTERM ends a run waiting on a batch within seconds, recorded as cancelled. A real
+HTTP server speaking OpenAI's Batch API, real `judgeops run` processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from judgeops.config import dump_config
+from judgeops.tasks.judges.backends.base import JudgeBackendError
+from tests.conftest import judge_all, small_config
+from tests.openai_batch_server import BatchServerProcess
+from tests.reliability.faults import wait_while_running
+from tests.test_batch_judge import batch_judge, one_by_one
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_batch_that_does_not_end_is_given_up_in_one_line_and_read_by_the_rerun(
+    built, tmp_path, monkeypatch, figure
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")
+    server = BatchServerProcess(tmp_path / "batches.jsonl", "--batch-s", "6")
+    try:
+        judge = batch_judge(server.url, batch_max_wait_s=1.5)
+        t0 = time.monotonic()
+        with pytest.raises(JudgeBackendError) as stopped:
+            judge_all(built, judge, tmp_path / "c.sqlite")
+        took = time.monotonic() - t0
+        time.sleep(6)  # the batch ends
+        verdicts = judge_all(built, judge, tmp_path / "c.sqlite")
+        created = server.batches_created()
+    finally:
+        server.stop()
+    message = str(stopped.value)
+    assert "\n" not in message and "has not ended after 1.5 s" in message and took < 30
+    assert len(created) == 1 and verdicts["error"].isna().all()  # the rerun read the same batch
+    figure(
+        "a provider batch still running past batch_max_wait_s (1.5 s)",
+        "the stage stops in one line; the rerun reads the same batch, paying nothing again",
+        f"stopped after {took:.1f} s: {message[:80]}…; rerun: 1 batch in all, {len(verdicts)} answered",
+    )
+
+
+def test_sigterm_ends_a_run_polling_its_batch_within_seconds(tmp_path, figure):
+    server = BatchServerProcess(tmp_path / "batches.jsonl", "--batch-s", "3600")
+    try:
+        config = small_config(str(tmp_path / "store"), n_items=12)
+        judge = one_by_one(
+            server.url, batch=True, batch_wait="poll", batch_poll_s=30, max_pairs=4, api_key_env="BATCH_KEY"
+        )
+        config.judges = [*config.judges, judge]
+        (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+        run = subprocess.Popen(
+            [sys.executable, "-m", "judgeops.cli", "run"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING", "BATCH_KEY": "sk-test-batch"},
+        )
+        wait_while_running(run, lambda: server.batches_created(), "the batch")
+        time.sleep(1.0)  # inside the poll's sleep
+        os.kill(run.pid, signal.SIGTERM)
+        sent = time.monotonic()
+        out = run.communicate(timeout=300)[0]
+        took = time.monotonic() - sent
+    finally:
+        server.stop()
+    assert run.returncode == 128 + signal.SIGTERM, out[-2000:]
+    assert "Traceback" not in out and "interrupted by SIGTERM" in out.splitlines()[-1]
+    assert took < 30
+    figure(
+        "SIGTERM to `judgeops run` while it polls a provider batch (batch_poll_s 30, the batch an hour away)",
+        "the run ends within seconds, cancelled, one line",
+        f"exit {run.returncode} {took:.1f} s after the signal, the run cancelled",
+    )
