@@ -10,23 +10,13 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-import pytest
-
-from judgeops.config import BankSource, ConstructionConfig, JudgeConfig
+from judgeops.config import JudgeConfig
 from judgeops.data_contracts.coverage_check import coverage_problems
-from judgeops.tasks.construct import construct
-from judgeops.tasks.ingest import ingest_items
 from judgeops.tasks.judges import coverage, judge_variants
 from judgeops.tasks.judges.cache import open_cache
 from judgeops.tasks.judges.calls import Reply
 from judgeops.tasks.judges.runner import UNANSWERED, complete_cached
 from tests.openai_server import ServerProcess
-
-
-@pytest.fixture(scope="module")
-def built():
-    items = ingest_items([BankSource(n_items=12, seed=3)]).items
-    return items, construct(items, ConstructionConfig())
 
 
 def test_a_reasoning_model_judge_completes_with_every_call_answered_once(built, tmp_path, figure):

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from judgeops.config import BankSource, ConstructionConfig, JudgeConfig
-from judgeops.tasks.construct import construct
-from judgeops.tasks.ingest import ingest_items
+from judgeops.config import JudgeConfig
 from judgeops.tasks.judges import judge_variants
 from judgeops.tasks.judges.calls import Reply
 from judgeops.tasks.judges.protocols import Pairwise, Unit
@@ -63,12 +61,6 @@ def test_a_reply_naming_both_without_a_verdict_is_an_abstention_with_its_reason(
         Unit("u", "q", "4", "5"), [Reply(text="A is correct. B is correct.")]
     )
     assert decision.verdict is None and decision.error.startswith("unparsable")
-
-
-@pytest.fixture(scope="module")
-def built():
-    items = ingest_items([BankSource(n_items=12, seed=3)]).items
-    return items, construct(items, ConstructionConfig())
 
 
 def test_a_judge_answering_in_those_phrasings_is_read_right_on_every_call(built, tmp_path, figure):

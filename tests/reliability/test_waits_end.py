@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -18,7 +16,7 @@ from judgeops.config import dump_config
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from tests.conftest import judge_all, small_config
 from tests.openai_batch_server import BatchServerProcess
-from tests.reliability.faults import wait_while_running
+from tests.reliability.faults import judgeops_process, wait_while_running
 from tests.test_batch_judge import batch_judge, one_by_one
 
 pytestmark = pytest.mark.slow
@@ -50,7 +48,8 @@ def test_a_batch_that_does_not_end_is_given_up_in_one_line_and_read_by_the_rerun
     )
 
 
-def test_sigterm_ends_a_run_polling_its_batch_within_seconds(tmp_path, figure):
+def test_sigterm_ends_a_run_polling_its_batch_within_seconds(tmp_path, monkeypatch, figure):
+    monkeypatch.setenv("BATCH_KEY", "sk-test-batch")
     server = BatchServerProcess(tmp_path / "batches.jsonl", "--batch-s", "3600")
     try:
         config = small_config(str(tmp_path / "store"), n_items=12)
@@ -59,14 +58,7 @@ def test_sigterm_ends_a_run_polling_its_batch_within_seconds(tmp_path, figure):
         )
         config.judges = [*config.judges, judge]
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
-        run = subprocess.Popen(
-            [sys.executable, "-m", "judgeops.cli", "run"],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING", "BATCH_KEY": "sk-test-batch"},
-        )
+        run = judgeops_process("run", cwd=tmp_path, quiet=True)
         wait_while_running(run, lambda: server.batches_created(), "the batch")
         time.sleep(1.0)  # inside the poll's sleep
         os.kill(run.pid, signal.SIGTERM)
