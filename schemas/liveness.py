@@ -61,6 +61,17 @@ def raise_if_signalled() -> None:
         raise Interrupted(_SIGNALS[0])
 
 
+class SignalNoted(RuntimeError):
+    """A signal noted while a backend's event loop waits (a Retry-After, fleet slots): raised there as a plain
+    error, since a KeyboardInterrupt inside a task would stop the loop itself; the main thread raises Interrupted."""
+
+
+def stop_if_signalled() -> None:
+    """Raise SignalNoted if a signal was noted: for waits inside an event loop."""
+    if _SIGNALS:
+        raise SignalNoted(f"interrupted by {signal.Signals(_SIGNALS[0]).name}")
+
+
 HEARTBEAT_S = 30.0
 STALE_AFTER_S = 10 * HEARTBEAT_S  # a remote owner silent this long is taken for dead
 # the temporary Prefect API server a CLI run starts (prefect.server.api.server.SubprocessASGIServer)

@@ -16,7 +16,8 @@ from judgeops.config import dump_config
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from tests.conftest import judge_all, small_config
 from tests.openai_batch_server import BatchServerProcess
-from tests.reliability.faults import judgeops_process, wait_while_running
+from tests.openai_server import ServerProcess
+from tests.reliability.faults import judgeops_process, wait_while_running, with_http_judge
 from tests.test_batch_judge import batch_judge, one_by_one
 
 pytestmark = pytest.mark.slow
@@ -74,4 +75,30 @@ def test_sigterm_ends_a_run_polling_its_batch_within_seconds(tmp_path, monkeypat
         "SIGTERM to `judgeops run` while it polls a provider batch (batch_poll_s 30, the batch an hour away)",
         "the run ends within seconds, cancelled, one line",
         f"exit {run.returncode} {took:.1f} s after the signal, the run cancelled",
+    )
+
+
+def test_sigterm_ends_a_run_waiting_out_a_retry_after_within_seconds(tmp_path, figure):
+    """The wait is in the judge backend's event loop (a 429 with Retry-After: 300, within rate_limit_wait_s): the
+    signal ends it there as a plain error, so the loop's thread dies with no traceback."""
+    server = ServerProcess(tmp_path / "requests.jsonl", "--rate-limit", "100000", "--retry-after", "300")
+    try:
+        config = with_http_judge(small_config(str(tmp_path / "store"), n_items=12), server.url)
+        (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+        run = judgeops_process("run", cwd=tmp_path, quiet=True)
+        wait_while_running(run, lambda: server.entries(), "the first 429")
+        time.sleep(1.0)  # inside the Retry-After's wait
+        os.kill(run.pid, signal.SIGTERM)
+        sent = time.monotonic()
+        out = run.communicate(timeout=300)[0]
+        took = time.monotonic() - sent
+    finally:
+        server.stop()
+    assert run.returncode == 128 + signal.SIGTERM, out[-2000:]
+    assert "Traceback" not in out and "interrupted by SIGTERM" in out.splitlines()[-1]
+    assert took < 30
+    figure(
+        "SIGTERM to `judgeops run` while its judge waits out a 429's Retry-After: 300",
+        "the run ends within seconds, cancelled, one line, no traceback from the judge's thread",
+        f"exit {run.returncode} {took:.1f} s after the signal",
     )

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from prefect.blocks.system import Secret
 
 from judgeops.config import JudgeConfig
-from judgeops.schemas.liveness import raise_if_signalled
+from judgeops.schemas.liveness import stop_if_signalled
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from judgeops.tasks.judges.backends.limits import Limiter
 from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply, token_estimate
@@ -58,13 +58,13 @@ def resolve_api_key(judge: JudgeConfig) -> str | None:
 
 
 async def patient_sleep(seconds: float) -> None:
-    """asyncio.sleep in slices of at most a second, raising Interrupted once SIGINT or SIGTERM has been noted: a
+    """asyncio.sleep in slices of at most a second, raising SignalNoted once SIGINT or SIGTERM has been noted: a
     wait in the backend's thread (a Retry-After, a slot) ends within a second of the signal, not when it is over."""
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
-        raise_if_signalled()
+        stop_if_signalled()
         await asyncio.sleep(min(1.0, left))
-    raise_if_signalled()
+    stop_if_signalled()
 
 
 def retry_after_seconds(value: str | None) -> float | None:

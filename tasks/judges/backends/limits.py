@@ -42,7 +42,7 @@ import random
 import time
 
 from judgeops.config import EvaluateConfig, JudgeConfig, LimitConfig, limit_name
-from judgeops.schemas.liveness import raise_if_signalled
+from judgeops.schemas.liveness import stop_if_signalled
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 
 log = logging.getLogger("judgeops.limits")
@@ -204,7 +204,7 @@ class FleetBucket:
                         if exc.response.status_code != 423:  # 423 Locked: no slots now
                             raise
                         unreachable_since = None
-                        raise_if_signalled()  # SIGINT / SIGTERM: stop waiting for slots now
+                        stop_if_signalled()  # SIGINT / SIGTERM: stop waiting for slots now
                         if time.monotonic() - start > self.wait_s:
                             raise FleetUnavailable(
                                 f"no slot of the rate limit {self.gcl} in {self.wait_s:.0f} s (`prefect gcl "
@@ -214,7 +214,7 @@ class FleetBucket:
                         continue
                     except (httpx.TransportError, OSError) as exc:  # the server down or restarting
                         unreachable_since = unreachable_since or time.monotonic()
-                        raise_if_signalled()
+                        stop_if_signalled()
                         if time.monotonic() - unreachable_since > PATIENCE_S:
                             raise FleetUnavailable(
                                 f"the Prefect server holding the rate limit {self.gcl} did not answer for "
