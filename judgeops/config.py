@@ -299,6 +299,12 @@ class JudgeConfig(_Strict):
     )
     protocol: JudgeProtocol = "pairwise"
     rationale: bool = Field(False, description="ask for a one-sentence rationale (pairwise; for C8)")
+    verdict_format: Literal["text", "json"] = Field(
+        "text",
+        description="pairwise with a rationale: json asks for the verdict as a JSON object {verdict, rationale}, "
+        "sent as structured output (a JSON schema in response_format) where the backend takes it (openai; "
+        "elsewhere asked in words) and read from it first, the prose reader last (part of every call's key)",
+    )
     rubric: RubricConfig | None = Field(
         None,
         description="a team's own prompt template and verdict parser (pairwise, pointwise, score_then_choose)",

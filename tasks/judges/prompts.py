@@ -39,6 +39,24 @@ def pairwise(question: str, first: str, second: str, rationale: bool) -> str:
     )
 
 
+# the structured verdict a pairwise judge with verdict_format json is asked for (JSON text: a Request stays hashable)
+VERDICT_SCHEMA = (
+    '{"additionalProperties": false, "properties": {"rationale": {"type": "string"}, "verdict": {"enum": ["A", '
+    '"B"], "type": "string"}}, "required": ["verdict", "rationale"], "type": "object"}'
+)
+
+
+def pairwise_json(question: str, first: str, second: str) -> str:
+    """The pairwise prompt asking for the verdict as a JSON object (verdict_format: json)."""
+    return (
+        f"Question:\n{question_block(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
+        f"Answer B:\n{fence('ANSWER_B', second)}\n\n"
+        "Exactly one of the two answers is correct. Which one is correct? Reply as a JSON object with two "
+        'fields: "verdict", the letter of the correct answer, A or B, and "rationale", one sentence saying '
+        "what is wrong with the other answer."
+    )
+
+
 def pointwise(question: str, answer: str, own_solution: str | None = None) -> str:
     reference = (
         f"\n\nYour own solution, worked out before seeing the answer:\n{fence('SOLUTION', own_solution)}"

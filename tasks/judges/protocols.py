@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from judgeops.rubrics import Rubric
 from judgeops.tasks.judges import prompts
 from judgeops.tasks.judges.calls import Reply, Request
-from judgeops.tasks.judges.reading import opening_letter, read_letter, read_yes_no
+from judgeops.tasks.judges.reading import opening_letter, read_letter, read_structured_verdict, read_yes_no
 
 
 @dataclass(frozen=True)
@@ -127,14 +127,27 @@ def _fenced_pair(unit: Unit) -> dict[str, str]:
 class Pairwise(_Rubricked):
     name, version = "pairwise", "pairwise-1"
 
-    def __init__(self, rationale: bool = False, max_tokens: int | None = None, rubric: Rubric | None = None):
+    def __init__(
+        self,
+        rationale: bool = False,
+        max_tokens: int | None = None,
+        rubric: Rubric | None = None,
+        verdict_format: str = "text",
+    ):
         self.rationale = rationale
-        self.max_tokens = max_tokens or (60 if rationale else 1)
+        # a JSON verdict (with its rationale) where asked and no rubric writes the prompt
+        self.json = verdict_format == "json" and rationale and rubric is None
+        self.max_tokens = max_tokens or (120 if self.json else 60 if rationale else 1)
+        if self.json:
+            self.version = f"{self.version}+json"
         self._use(rubric, max_tokens)
 
     def requests(self, unit: Unit, previous: list[Reply] | None) -> list[Request] | None:
         if previous is not None:
             return None
+        if self.json:  # no choice tokens: the first token is "{"
+            prompt = prompts.pairwise_json(unit.question, unit.first, unit.second)
+            return [Request(prompt, self.max_tokens, (), prompts.VERDICT_SCHEMA)]
         builtin = lambda: prompts.pairwise(unit.question, unit.first, unit.second, self.rationale)  # noqa: E731
         return [self._request(self.max_tokens, ("A", "B"), builtin, lambda: _fenced_pair(unit))]
 
@@ -144,6 +157,9 @@ class Pairwise(_Rubricked):
         if (read := self._read(replies[0])) is not None:
             return read
         reply = replies[0]
+        if self.json and (found := read_structured_verdict(reply.text)) is not None:  # structure first
+            verdict, rationale = found
+            return Decision(verdict, float(verdict == "A"), rationale)
         p_first = _share(reply.probs, "A", "B")
         letter = read_letter(reply.text)  # what the reply opens with or states (tasks/judges/reading.py)
         if p_first is not None and not self.rationale:
@@ -292,13 +308,17 @@ class ResponseCheck:
 
 
 def get_protocol(
-    name: str, rationale: bool = False, max_tokens: int | None = None, rubric: Rubric | None = None
+    name: str,
+    rationale: bool = False,
+    max_tokens: int | None = None,
+    rubric: Rubric | None = None,
+    verdict_format: str = "text",
 ):
     """The protocol, with the judge's rubric where it has one (the config allows a rubric on the first three)."""
     if name == "response_check":
         return ResponseCheck()
     if name == "pairwise":
-        return Pairwise(rationale, max_tokens, rubric)
+        return Pairwise(rationale, max_tokens, rubric, verdict_format)
     if name == "pointwise":
         return Pointwise(rubric, max_tokens)
     if name == "score_then_choose":

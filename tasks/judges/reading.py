@@ -221,6 +221,19 @@ def read_structured(text: str | None, choices: tuple[str, ...]) -> str | None:
     return None
 
 
+def read_structured_verdict(text: str | None) -> tuple[str, str | None] | None:
+    """(A or B, the rationale field) of a JSON verdict reply, else None (the prose reader takes over)."""
+    verdict = read_structured(text, ("A", "B"))
+    if verdict is None:
+        return None
+    body = text.strip().strip("`").removeprefix("json").strip()
+    try:
+        rationale = json.loads(body).get("rationale")
+    except ValueError:
+        rationale = None
+    return verdict, rationale if isinstance(rationale, str) else None
+
+
 def read_letter(text: str | None) -> tuple[str, str] | None:
     """(the verdict letter, the rest of the reply: what follows an opening verdict, else the whole text) or None
     when the reply names none or no decidable one."""

@@ -257,7 +257,9 @@ def run_judge(
     Raises JudgeBackendError when the backend gives up (circuit open); what it answered is cached first.
     `progress(calls answered, cache hits, transport failures)` after each chunk.
     """
-    protocol = get_protocol(judge.protocol, judge.rationale, judge.decoding.max_tokens, rubric_of(judge))
+    protocol = get_protocol(
+        judge.protocol, judge.rationale, judge.decoding.max_tokens, rubric_of(judge), judge.verdict_format
+    )
     state: dict[tuple[str, int], list[Reply] | None] = {
         (u.unit_id, s): None for u in units for s in range(judge.samples)
     }

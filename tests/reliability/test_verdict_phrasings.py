@@ -88,3 +88,38 @@ def test_a_judge_answering_in_those_phrasings_is_read_right_on_every_call(built,
         "every verdict read as the judge meant it",
         f"{int(same.sum())} of {len(same)} read right (each phrasing was misread on 60 of 60 calls)",
     )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_judge_asked_for_a_json_verdict_is_read_from_the_structure(
+    built, tmp_path, monkeypatch, provider, figure
+):
+    """verdict_format json: OpenAI gets the schema as structured output (response_format), Anthropic is asked in
+    words (the stub answers in a ```json fence); the verdicts are the plain judge's, the rationale the JSON's."""
+    from tests.test_batch_judge import one_by_one
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")  # the stub checks none; the SDK wants one
+    items, b = built
+    read, logs = {}, {}
+    for form in ("text", "json"):
+        server = ServerProcess(tmp_path / f"{form}.jsonl")
+        try:
+            judge = one_by_one(server.url, provider, name=form, rationale=True, verdict_format=form)
+            read[form] = judge_variants(
+                b["variants"], b["pairs"], items, [judge], "r", cache_path=str(tmp_path / f"{form}.sqlite")
+            ).set_index("variant_id")
+            logs[form] = server.entries()
+        finally:
+            server.stop()
+    text, structured = read["text"], read["json"].loc[read["text"].index]
+    assert (structured["verdict"] == text["verdict"]).all() and structured["error"].isna().all()
+    assert (structured["rationale"] == "read from the fenced answers").all()  # the JSON's field
+    sent = logs["json"]
+    with_schema = sum("response_format" in e["params"] for e in sent)
+    assert sent and with_schema == (len(sent) if provider == "openai" else 0)
+    figure(
+        f"a pairwise judge with verdict_format json ({provider})",
+        "the verdict read from the JSON (a schema as structured output where the backend takes it)",
+        f"{len(structured)} of {len(structured)} verdicts as the prose judge's, {with_schema} requests with a "
+        "response_format schema",
+    )
