@@ -25,6 +25,14 @@ def question_block(question: str) -> str:
     return fence("QUESTION", question) if question else "(no question given)"
 
 
+def _pair(question: str, first: str, second: str) -> str:
+    """The question and both answers, fenced: what every two-answer prompt opens with."""
+    return (
+        f"Question:\n{question_block(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
+        f"Answer B:\n{fence('ANSWER_B', second)}\n\n"
+    )
+
+
 def pairwise(question: str, first: str, second: str, rationale: bool) -> str:
     ask = (
         "Reply with the letter of the better answer (A or B) on the first line, then one sentence saying "
@@ -32,11 +40,7 @@ def pairwise(question: str, first: str, second: str, rationale: bool) -> str:
         if rationale
         else "Reply with exactly one letter: A or B."
     )
-    return (
-        f"Question:\n{question_block(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
-        f"Answer B:\n{fence('ANSWER_B', second)}\n\n"
-        f"Exactly one of the two answers is correct. Which one is correct? {ask}"
-    )
+    return f"{_pair(question, first, second)}Exactly one of the two answers is correct. Which one is correct? {ask}"
 
 
 # the structured verdict a pairwise judge with verdict_format json is asked for (JSON text: a Request stays hashable)
@@ -49,8 +53,7 @@ VERDICT_SCHEMA = (
 def pairwise_json(question: str, first: str, second: str) -> str:
     """The pairwise prompt asking for the verdict as a JSON object (verdict_format: json)."""
     return (
-        f"Question:\n{question_block(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
-        f"Answer B:\n{fence('ANSWER_B', second)}\n\n"
+        f"{_pair(question, first, second)}"
         "Exactly one of the two answers is correct. Which one is correct? Reply as a JSON object with two "
         'fields: "verdict", the letter of the correct answer, A or B, and "rationale", one sentence saying '
         "what is wrong with the other answer."
@@ -71,8 +74,7 @@ def pointwise(question: str, answer: str, own_solution: str | None = None) -> st
 
 def score_both(question: str, first: str, second: str) -> str:
     return (
-        f"Question:\n{question_block(question)}\n\nAnswer A:\n{fence('ANSWER_A', first)}\n\n"
-        f"Answer B:\n{fence('ANSWER_B', second)}\n\n"
+        f"{_pair(question, first, second)}"
         "Score each answer's correctness from 1 (wrong) to 10 (fully correct). "
         "Reply on one line in exactly this form: A: <score>, B: <score>"
     )
