@@ -499,17 +499,18 @@ class CacheConfig(_Strict):
         "./.judgeops/cache/calls.sqlite",
         description="the judge-call cache: a SQLite file (a local path), or a PostgreSQL database a fleet of "
         "workers shares (postgresql://user@host:port/db with the password in PGPASSWORD or ~/.pgpass, or "
-        "postgresql://user:${ENV_VAR}@host:port/db, read from the environment when connecting; the `postgres` "
-        "extra): a call found here is never paid again. A password written into the URL itself works but is "
+        "postgresql://user:${ENV_VAR}@host:port/db, read from the environment when connecting, or "
+        "postgresql://user:{{ prefect.blocks.secret.NAME }}@host:port/db, read from that Prefect Secret block; the "
+        "`postgres` extra): a call found here is never paid again. A password written into the URL itself works but is "
         "shown as *** wherever the config is recorded or printed (run.json, the Prefect flow run, `judgeops "
         "config`)",
     )
 
     @field_serializer("path")
     def _without_password(self, path: str, info) -> str:
-        """Every record and printout of the config redacts a password written into the URL (a `${VAR}` stays as
-        written: it is no secret). Passing context={"secrets": True} keeps it, for a copy made to run with."""
-        if (info.context or {}).get("secrets") or "${" in path.partition("@")[0]:
+        """Every record and printout of the config redacts a password written into the URL (a `${VAR}` or a Secret
+        block's name stays as written: it is no secret). Passing context={"secrets": True} keeps it, for a copy made to run with."""
+        if (info.context or {}).get("secrets") or re.search(r"\$\{|\{\{", path.partition("@")[0]):
             return path
         return redact_url(path)
 

@@ -72,6 +72,22 @@ class PostgresServer:
             db.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def password_user(self, name: str, password: str, database: str) -> str:
+        """A role that must give `password` over TCP (scram-sha-256; every other role is trusted), owning a new
+        database: its URL without the password."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.url(), autocommit=True) as db:
+            db.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), password))
+            db.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(database), sql.Identifier(name))
+            )
+        hba = self.data / "pg_hba.conf"  # rewritten in place: its owner stays the server's
+        hba.write_text(f"host all {name} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        self._run("pg_ctl", "-D", str(self.data), "reload")
+        return f"postgresql://{name}@127.0.0.1:{self.port}/{database}"
+
     def stop(self) -> None:
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")

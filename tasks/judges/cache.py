@@ -32,6 +32,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 from judgeops.config import redact_url
 from judgeops.schemas.liveness import process_alive
@@ -510,13 +511,30 @@ def _reconnecting(method):
     return again
 
 
+_FROM_ENVIRONMENT = re.compile(r"\$\{(\w+)\}")
+_FROM_SECRET_BLOCK = re.compile(r"\{\{\s*prefect\.blocks\.secret\.([\w-]+)\s*\}\}")  # Prefect's own template
+
+
 def with_environment(url: str) -> str:
-    """The URL with each `${VAR}` read from the environment (a password kept out of the config); an unset one is
-    named in the error (the URL redacted)."""
-    missing = [name for name in re.findall(r"\$\{(\w+)\}", url) if name not in os.environ]
+    """The URL with each `${VAR}` read from the environment and each `{{ prefect.blocks.secret.NAME }}` from that
+    Prefect Secret block (a password kept out of the config), percent-encoded so any character is safe in a URL;
+    one that is not there is named in the error (the URL redacted)."""
+    missing = [name for name in _FROM_ENVIRONMENT.findall(url) if name not in os.environ]
     if missing:
         raise ConnectionError(f"call cache {redact(url)}: environment variable {missing[0]} is not set")
-    return re.sub(r"\$\{(\w+)\}", lambda m: os.environ[m.group(1)], url)
+    url = _FROM_ENVIRONMENT.sub(lambda m: quote(os.environ[m.group(1)], safe=""), url)
+    return _FROM_SECRET_BLOCK.sub(lambda m: quote(_secret_block(m.group(1), url), safe=""), url)
+
+
+def _secret_block(name: str, url: str) -> str:
+    from prefect.blocks.system import Secret
+
+    try:
+        return Secret.load(name, _sync=True).get()
+    except ValueError as exc:  # Prefect's "Unable to find block document named ..."
+        raise ConnectionError(
+            f"call cache {redact(url)}: Prefect Secret block {name!r} not found on the Prefect server ({exc})"
+        ) from None
 
 
 class PostgresCallCache(CallCache):

@@ -1,18 +1,22 @@
 """Every wait has an end. A provider batch that never ends was polled past 424 s with no deadline, and a run
 waiting on something (a batch, fleet slots, a Retry-After) did not yield to SIGTERM (alive 11 minutes). Now a
 polled batch is given up after `batch_max_wait_s` with one line (the batch stays recorded: the rerun reads it
-without paying again), and SIGTERM ends a run waiting on a batch within seconds, recorded as cancelled. A real
-HTTP server speaking OpenAI's Batch API, real `judgeops run` processes."""
+without paying again), a run waiting for people's labels goes on without them after `audit.timeout_s`, and SIGTERM
+ends a run waiting on a batch, a Retry-After or labels within seconds, recorded as cancelled. A real HTTP server
+speaking OpenAI's Batch API, real `judgeops run` processes."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import time
 
 import pytest
 
-from judgeops.config import dump_config
+from judgeops.config import AuditConfig, dump_config
+from judgeops.flows.evaluate import evaluate
+from judgeops.schemas.store import ArtifactStore
 from judgeops.tasks.judges.backends.base import JudgeBackendError
 from tests.conftest import judge_all, small_config
 from tests.openai_batch_server import BatchServerProcess
@@ -21,6 +25,24 @@ from tests.reliability.faults import judgeops_process, wait_while_running, with_
 from tests.test_batch_judge import batch_judge, one_by_one
 
 pytestmark = pytest.mark.slow
+
+
+def terminated(run, server=None) -> tuple[str, float]:
+    """SIGTERM to a waiting `judgeops run`: its output and the seconds it took to end, asserted to be the one-line
+    end of a cancelled run (exit 143, no traceback) within 30 s."""
+    try:
+        time.sleep(1.0)  # inside the wait's sleep
+        os.kill(run.pid, signal.SIGTERM)
+        sent = time.monotonic()
+        out = run.communicate(timeout=300)[0]
+        took = time.monotonic() - sent
+    finally:
+        if server is not None:
+            server.stop()
+    assert run.returncode == 128 + signal.SIGTERM, out[-2000:]
+    assert "Traceback" not in out and "interrupted by SIGTERM" in out.splitlines()[-1]
+    assert took < 30
+    return out, took
 
 
 def test_a_batch_that_does_not_end_is_given_up_in_one_line_and_read_by_the_rerun(
@@ -61,16 +83,10 @@ def test_sigterm_ends_a_run_polling_its_batch_within_seconds(tmp_path, monkeypat
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         run = judgeops_process("run", cwd=tmp_path, quiet=True)
         wait_while_running(run, lambda: server.batches_created(), "the batch")
-        time.sleep(1.0)  # inside the poll's sleep
-        os.kill(run.pid, signal.SIGTERM)
-        sent = time.monotonic()
-        out = run.communicate(timeout=300)[0]
-        took = time.monotonic() - sent
-    finally:
+    except BaseException:
         server.stop()
-    assert run.returncode == 128 + signal.SIGTERM, out[-2000:]
-    assert "Traceback" not in out and "interrupted by SIGTERM" in out.splitlines()[-1]
-    assert took < 30
+        raise
+    _, took = terminated(run, server)
     figure(
         "SIGTERM to `judgeops run` while it polls a provider batch (batch_poll_s 30, the batch an hour away)",
         "the run ends within seconds, cancelled, one line",
@@ -87,18 +103,51 @@ def test_sigterm_ends_a_run_waiting_out_a_retry_after_within_seconds(tmp_path, f
         (tmp_path / "judgeops.yaml").write_text(dump_config(config))
         run = judgeops_process("run", cwd=tmp_path, quiet=True)
         wait_while_running(run, lambda: server.entries(), "the first 429")
-        time.sleep(1.0)  # inside the Retry-After's wait
-        os.kill(run.pid, signal.SIGTERM)
-        sent = time.monotonic()
-        out = run.communicate(timeout=300)[0]
-        took = time.monotonic() - sent
-    finally:
+    except BaseException:
         server.stop()
-    assert run.returncode == 128 + signal.SIGTERM, out[-2000:]
-    assert "Traceback" not in out and "interrupted by SIGTERM" in out.splitlines()[-1]
-    assert took < 30
+        raise
+    _, took = terminated(run, server)
     figure(
         "SIGTERM to `judgeops run` while its judge waits out a 429's Retry-After: 300",
         "the run ends within seconds, cancelled, one line, no traceback from the judge's thread",
         f"exit {run.returncode} {took:.1f} s after the signal",
+    )
+
+
+def test_sigterm_ends_a_run_waiting_for_its_labels_within_seconds(tmp_path, figure):
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    config.audit = AuditConfig(k=4, labels=str(tmp_path / "labels.jsonl"), wait=True)  # a week's timeout
+    (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+    run = judgeops_process("run", cwd=tmp_path)
+    output: list[str] = []
+    wait_while_running(
+        run,
+        lambda: output.append(run.stdout.readline()) or "audit: waiting for" in output[-1],
+        "the label wait",
+    )
+    out, took = terminated(run)
+    assert "Traceback" not in "".join(output)
+    figure(
+        "SIGTERM to `judgeops run` waiting for its audit's labels (audit.wait, a week's timeout)",
+        "the run ends within seconds, cancelled, one line",
+        f"exit {run.returncode} {took:.1f} s after the signal",
+    )
+
+
+def test_a_run_waiting_for_labels_goes_on_without_them_past_its_timeout(
+    prefect_server, tmp_path, caplog, figure
+):
+    config = small_config(str(tmp_path / "store"), n_items=24)
+    config.audit = AuditConfig(k=4, labels=str(tmp_path / "labels.jsonl"), wait=True, timeout_s=2)
+    t0 = time.monotonic()
+    result = evaluate(config=config, as_of=dt.date(2026, 10, 27))
+    took = time.monotonic() - t0
+    store = ArtifactStore(str(tmp_path / "store"))
+    warned = [r.getMessage() for r in caplog.records if "going on with those" in r.getMessage()]
+    assert warned == ["audit: 0 of 4 tasks labelled after 2 s; going on with those"]
+    assert store.run_record(result.run_id)["status"] == "completed"
+    figure(
+        "a run waiting for 4 labels that never come (audit.timeout_s 2)",
+        "it goes on without them after the timeout, with one warning, and completes",
+        f"completed in {took:.0f} s, 0 of 4 labelled, warned once",
     )
