@@ -245,7 +245,9 @@ class RubricConfig(_Strict):
         None, description="json: the reply's schema, with a `verdict` (or `score_a`, `score_b`) property"
     )
     structured_output: bool = Field(
-        True, description="json: send the schema as response_format where the backend takes it (openai)"
+        True,
+        description="json: send the schema as structured output where the backend takes it (openai: "
+        "response_format; anthropic: a tool the model must call)",
     )
     digest: str | None = Field(
         None, description="set when the config loads: the template's and parser's hash (part of the keys)"
@@ -302,8 +304,8 @@ class JudgeConfig(_Strict):
     verdict_format: Literal["text", "json"] = Field(
         "text",
         description="pairwise with a rationale: json asks for the verdict as a JSON object {verdict, rationale}, "
-        "sent as structured output (a JSON schema in response_format) where the backend takes it (openai; "
-        "elsewhere asked in words) and read from it first, the prose reader last (part of every call's key)",
+        "sent as structured output where the backend takes it (openai: a JSON schema in response_format; "
+        "anthropic: a tool with that input schema the model must call; elsewhere asked in words) and read from it first, the prose reader last (part of every call's key)",
     )
     rubric: RubricConfig | None = Field(
         None,

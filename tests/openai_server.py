@@ -33,7 +33,9 @@ one simple edit of the asked kind, or declines. Faults, each a flag:
 
 With `response_format` (a JSON schema), the answer is a JSON object: `verdict` (A/B or yes/no) and a
 `rationale`, or `score_a` and `score_b` when the schema has them; a prompt that asks for its reply "as a JSON
-object" without a schema gets the verdict object in a ```json fence.
+object" without a schema gets the verdict object in a ```json fence. On the Messages API a forced tool
+(`tool_choice` {"type": "tool"}) is answered as Anthropic does: one `tool_use` block whose input is that object,
+no text, `stop_reason: tool_use`; a malformed tool is refused with 400 as the API refuses it.
 
 With temperature > 0 and a seed, a pairwise verdict flips with probability 0.3 (seeded by seed and
 prompt): sampling, for the self-consistency tests.
@@ -156,20 +158,43 @@ def completion(seen: int, body: dict, text: str, probs: dict[str, float], prompt
 
 
 def message(seen: int, body: dict, text: str, prompt: str) -> dict:
-    """An Anthropic Messages response (no token probabilities in this API)."""
+    """An Anthropic Messages response (no token probabilities in this API); where the request forces a tool, the
+    model's call of it, as Anthropic answers: one `tool_use` block whose input is the schema's object, no text."""
+    tool = forced_tool(body)[0]
+    if tool:
+        call = {"type": "tool_use", "id": f"toolu_{seen:06d}", "name": tool["name"]}
+        content = [{**call, "input": structured(text, tool["input_schema"])}]
+    else:
+        content = [{"type": "text", "text": text}]
     return {
         "id": f"msg_{seen:06d}",
         "type": "message",
         "role": "assistant",
         "model": body.get("model"),
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
+        "content": content,
+        "stop_reason": "tool_use" if tool else "end_turn",
         "stop_sequence": None,
         "usage": {
             "input_tokens": len((body.get("system") or "") + prompt) // 4,
             "output_tokens": len(text) // 4 + 1,
         },
     }
+
+
+def forced_tool(body: dict) -> tuple[dict | None, str | None]:
+    """The tool an Anthropic request makes the model call (`tool_choice` {"type": "tool", "name": ...}), or the
+    API's refusal of a malformed one: a name outside ^[a-zA-Z0-9_-]{1,64}$, an input schema that is not an
+    object, a forced tool that is not among the tools."""
+    tools, choice = body.get("tools") or [], body.get("tool_choice") or {}
+    for n, tool in enumerate(tools):
+        if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", str(tool.get("name", ""))):
+            return None, f"tools.{n}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+        if (tool.get("input_schema") or {}).get("type") != "object":
+            return None, f"tools.{n}.input_schema.type: Input should be 'object'"
+    if choice.get("type") != "tool":
+        return None, None
+    named = [t for t in tools if t["name"] == choice.get("name")]
+    return (named[0], None) if named else (None, f"Tool '{choice.get('name')}' not found in provided tools")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -264,10 +289,16 @@ class Handler(BaseHTTPRequestHandler):
             x, y = text[0], "B" if text[0] == "A" else "A"
             text = pick.replace("<x>", x.lower()).replace("X", x).replace("Y", y)
             probs = {text.split()[0]: 0.9}  # the first token's: often the candidate the reply speaks against
+        tool, refusal = forced_tool(body) if self._anthropic else (None, None)
+        if refusal:
+            error = {"type": "invalid_request_error", "message": refusal}
+            return self._send(400, json.dumps({"type": "error", "error": error}).encode(), {}, prompt)
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
         if schema:  # structured output: the same reading, as the schema's object
             text = json.dumps(structured(text, schema))
-        elif "as a JSON object" in prompt:  # asked in words only: a model that obliges, in a code fence
+        elif (
+            "as a JSON object" in prompt and not tool
+        ):  # asked in words only: one that obliges, in a code fence
             text = "```json\n" + json.dumps(structured(text, {})) + "\n```"
         if self._anthropic:
             content = message(seen, body, text, prompt)

@@ -82,6 +82,24 @@ def test_the_misses_go_as_one_batch_with_the_verdicts_of_one_by_one_calls(
         assert cache._rows("SELECT COUNT(*) FROM batches")[0][0] == 0  # collected: nothing left to resume
 
 
+def test_a_json_verdict_in_a_message_batch_is_asked_as_a_forced_tool(
+    built, tmp_path, batch_server, server_factory
+):
+    """verdict_format json on Anthropic's Message Batches: each request carries the verdict tool and tool_choice
+    (as a live call does), and the tool_use blocks of the results are read as the verdicts."""
+    server = batch_server("--batch-s", "0.2")
+    structured = dict(rationale=True, verdict_format="json")
+    batched = judge_all(built, batch_judge(server.url, "anthropic", **structured), tmp_path / "batch.sqlite")
+    plain = judge_all(
+        built, one_by_one(server_factory().url, "anthropic", rationale=True), tmp_path / "c.sqlite"
+    )
+    (created,) = server.batches_created()
+    assert created["n"] == len(batched) > 0 and batched["error"].isna().all()
+    assert (batched["rationale"] == "read from the fenced answers").all()  # the tool input's field
+    by_variant = [v.set_index("variant_id")["verdict"].sort_index() for v in (batched, plain)]
+    assert by_variant[0].equals(by_variant[1])
+
+
 def test_an_azure_openai_global_batch_deployment(built, tmp_path, batch_server, monkeypatch):
     """`api_version` set: AzureOpenAI's paths with their api-version and api-key header, and the batch's endpoint and
     every request's url `/chat/completions` (the stub refuses anything else, as Azure does)."""

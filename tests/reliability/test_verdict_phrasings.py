@@ -94,8 +94,9 @@ def test_a_judge_answering_in_those_phrasings_is_read_right_on_every_call(built,
 def test_a_judge_asked_for_a_json_verdict_is_read_from_the_structure(
     built, tmp_path, monkeypatch, provider, figure
 ):
-    """verdict_format json: OpenAI gets the schema as structured output (response_format), Anthropic is asked in
-    words (the stub answers in a ```json fence); the verdicts are the plain judge's, the rationale the JSON's."""
+    """verdict_format json: OpenAI gets the schema as structured output (response_format), Anthropic as a tool the
+    model must call (the stub answers with its tool_use block, no text); the verdicts are the plain judge's, the
+    rationale the JSON's."""
     from tests.test_batch_judge import one_by_one
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")  # the stub checks none; the SDK wants one
@@ -115,11 +116,12 @@ def test_a_judge_asked_for_a_json_verdict_is_read_from_the_structure(
     assert (structured["verdict"] == text["verdict"]).all() and structured["error"].isna().all()
     assert (structured["rationale"] == "read from the fenced answers").all()  # the JSON's field
     sent = logs["json"]
-    with_schema = sum("response_format" in e["params"] for e in sent)
-    assert sent and with_schema == (len(sent) if provider == "openai" else 0)
+    field = "response_format" if provider == "openai" else "tool_choice"
+    with_schema = sum(field in e["params"] for e in sent)
+    assert sent and with_schema == len(sent)
     figure(
         f"a pairwise judge with verdict_format json ({provider})",
-        "the verdict read from the JSON (a schema as structured output where the backend takes it)",
-        f"{len(structured)} of {len(structured)} verdicts as the prose judge's, {with_schema} requests with a "
-        "response_format schema",
+        "the verdict read from the JSON (a schema as structured output: response_format, a forced tool)",
+        f"{len(structured)} of {len(structured)} verdicts as the prose judge's, {with_schema} of {len(sent)} "
+        f"requests with the schema as {field}",
     )

@@ -2,7 +2,9 @@
 of hosted.py. Install with the `anthropic` extra.
 
 The Messages API gives no token probabilities, so the protocols read the verdict from the text (the
-pairwise letter, yes/no, the scores). `temperature` is sent where the judge sets one; a model that
+pairwise letter, yes/no, the scores). A structured verdict (verdict_format json, a rubric's JSON schema) is asked
+as Anthropic's structured output: one tool whose input schema is the verdict's, the model made to call it
+(`tool_choice`), its input read as the verdict's JSON. `temperature` is sent where the judge sets one; a model that
 refuses it (400 naming the parameter) gets it dropped once, as in the OpenAI backend. A 529
 ("overloaded") is retried like a 503.
 """
@@ -56,6 +58,7 @@ class AnthropicBackend(HostedBackend):
             max_tokens=call.request.max_tokens,
             system=SYSTEM,
             messages=[{"role": "user", "content": call.request.prompt}],
+            **verdict_tool(call),
             extra_body={**self.params(), **self.judge.extra_body},
         ) as response:  # streamed, so that a body over max_reply_bytes is refused before it is read whole
             return await read_limited(response, self.judge.max_reply_bytes), response.status_code
@@ -78,18 +81,36 @@ class AnthropicBackend(HostedBackend):
         return (found.group(1), "drop") if found and "support" in error.get("message", "") else None
 
 
+VERDICT_TOOL = "record_verdict"
+
+
+def verdict_tool(call: Call) -> dict:
+    """The `tools` and `tool_choice` asking for a structured verdict (a JSON schema in the request) as a call of
+    one tool, which the model must make; nothing for a request without one, or whose schema is not an object
+    (a tool's input is one): that verdict is asked in words, as the prompt already does."""
+    schema = json.loads(call.request.response_format) if call.request.response_format else None
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return {}
+    tool = {"name": VERDICT_TOOL, "description": "Record your verdict.", "input_schema": schema}
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": VERDICT_TOOL}}
+
+
 def parse_message(body: str) -> Reply:
-    """A 200 Messages response: the text blocks joined, and usage. A body that is not a message is a protocol
-    failure (retried, never cached); a message with no text block is the model's own reply, unparsable."""
+    """A 200 Messages response: the verdict tool's input as JSON text where the model called it, else the text
+    blocks joined; and usage. A body that is not a message is a protocol failure (retried, never cached); a
+    message with neither is the model's own reply, unparsable."""
     try:
         data = json.loads(body)
         blocks = data["content"]
+        called = [b["input"] for b in blocks if b.get("type") == "tool_use" and b.get("name") == VERDICT_TOOL]
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         if data.get("type") != "message":
             raise ValueError("not a message")
     except (ValueError, KeyError, TypeError, AttributeError):
         return Reply(error=f"{PROTOCOL_FAILURE}a 2xx reply that is not a message: {body[:80]!r}")
-    if not any(b.get("type") == "text" for b in blocks):
+    if called:
+        text = json.dumps(called[0])
+    elif not any(b.get("type") == "text" for b in blocks):
         return Reply(raw=body[:4000], error=f"unparsable: a message with no text block: {body[:80]!r}")
     usage = data.get("usage") or {}
     tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")

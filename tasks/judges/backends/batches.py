@@ -43,7 +43,7 @@ import openai
 
 from judgeops.config import JudgeConfig
 from judgeops.schemas.liveness import raise_if_signalled
-from judgeops.tasks.judges.backends.anthropic import AnthropicBackend, parse_message
+from judgeops.tasks.judges.backends.anthropic import AnthropicBackend, parse_message, verdict_tool
 from judgeops.tasks.judges.backends.base import BatchPending, JudgeBackendError
 from judgeops.tasks.judges.backends.openai import OpenAIBackend, parse_completion
 from judgeops.tasks.judges.calls import TRANSPORT_FAILURE, Call, Reply
@@ -341,6 +341,7 @@ class AnthropicBatchBackend(_Batches, AnthropicBackend):
             "max_tokens": call.request.max_tokens,
             "system": SYSTEM,
             "messages": [{"role": "user", "content": call.request.prompt}],
+            **verdict_tool(call),
             **self.params(),
             **self.judge.extra_body,
         }
