@@ -96,7 +96,7 @@ def test_a_run_killed_while_the_local_model_judges_repeats_only_its_chunk_in_fli
     call sent to a backend, written before it goes) says which calls each run started."""
     config = small_config(str(tmp_path / "store"), n_items=24, llm=True)
     config.judges = [
-        j.model_copy(update={"max_pairs": 8}) if j.backend == "local" else j for j in config.judges
+        j.model_copy(update={"max_pairs": 4}) if j.backend == "local" else j for j in config.judges
     ]
     (tmp_path / "judgeops.yaml").write_text(dump_config(config))
     ledger = Path(config.cache.path + ".ledger.jsonl")
