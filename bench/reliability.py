@@ -1,6 +1,9 @@
 """Run the reliability suite (tests/reliability/) and write its figures into RELIABILITY.md.
 
-    python bench/reliability.py [--out RELIABILITY.md] [-- extra pytest arguments]
+    python bench/reliability.py [--out RELIABILITY.md] [--beside "N CPU hogs"] [-- extra pytest arguments]
+
+`--beside` names other work run beside the suite on purpose (a busy machine: the promises hold under load, not
+only on an idle machine); it is written into the header with the load averages seen during the run.
 
 Each test asserts its promise and reports one measured figure through the `figure` fixture; this script
 collects them (JUDGEOPS_FIGURES), and writes one table row per figure: the fault, the promise, the figure and
@@ -30,16 +33,21 @@ figure it measured on this run. The suite runs in `.ci/run` (it is part of the R
 real processes killed with SIGKILL, a real HTTP server (tests/openai_server.py) misbehaving on the wire, a
 real tmpfs filled up or remounted read-only, real concurrent processes on one store and one SQLite cache.
 
-Generated {date} by `{command}` on {machine}.
+Generated {date} by `{command}` on {machine}{beside}.
 
 | fault | promise | figure | reproduce |
 |---|---|---|---|
 """
 
 
+# one row from outside tests/reliability: two workers on the default server need its deployments' fixture
+TWO_WORKERS = "tests/test_deploy_e2e.py::test_backfill_runs_each_week_in_order_then_skips_them"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=str(ROOT / "RELIABILITY.md"))
+    parser.add_argument("--beside", help="other work run beside the suite on purpose (named in the header)")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,10 +60,19 @@ def main() -> int:
             "-p",
             "no:cacheprovider",
             "tests/reliability",
+            TWO_WORKERS,
             f"--junitxml={junit}",
             *extra,
         ]
-        done = subprocess.run(command, cwd=ROOT, env={**os.environ, "JUDGEOPS_FIGURES": str(figures)})
+        suite = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "JUDGEOPS_FIGURES": str(figures)})
+        loads = []  # the 1-minute load average, once a minute: how busy the machine was
+        while True:
+            try:
+                suite.wait(timeout=60)
+                break
+            except subprocess.TimeoutExpired:
+                loads.append(os.getloadavg()[0])
+        done = subprocess.CompletedProcess(command, suite.returncode)
         rows = [json.loads(line) for line in figures.read_text().splitlines()] if figures.exists() else []
         problems = []
         if junit.exists():
@@ -68,8 +85,16 @@ def main() -> int:
                             f"- {kind}: `{name}`: {(node.get('message') or '').splitlines()[0][:200]}"
                         )
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    beside = ""
+    if args.beside:
+        seen = (
+            f", load average {min(loads):.1f}–{max(loads):.1f} (median {sorted(loads)[len(loads) // 2]:.1f})"
+        )
+        beside = f", beside {args.beside}{seen if loads else ''}"
+    command_line = "python bench/reliability.py" + (f' --beside "{args.beside}"' if args.beside else "")
+    command_line += " -- " + " ".join(extra) if extra else ""
     text = HEADER.format(
-        date=dt.date.today().isoformat(), command="python bench/reliability.py", machine=machine
+        date=dt.date.today().isoformat(), command=command_line, machine=machine, beside=beside
     )
     for r in rows:
         test = r["test"].replace("|", "\\|")

@@ -5,6 +5,7 @@ Set before anything imports prefect (pytest loads this file first).
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -167,3 +168,19 @@ def judge_all(built, judge, cache_path, batch_size=500):
     return judge_variants(
         b["variants"], b["pairs"], items, [judge], "r", batch_size, cache_path=str(cache_path)
     )
+
+
+@pytest.fixture
+def figure(request):
+    """`figure(fault, promise, measured)`: a reliability figure, printed on one line and, when JUDGEOPS_FIGURES
+    names a file (bench/reliability.py sets it), appended there as JSON: RELIABILITY.md is built from those."""
+
+    def record(fault: str, promise: str, measured: str) -> None:
+        line = {"test": request.node.nodeid, "fault": fault, "promise": promise, "figure": measured}
+        print(f"\nFIGURE {fault}: {measured}")
+        out = os.environ.get("JUDGEOPS_FIGURES")
+        if out:
+            with open(out, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")
+
+    return record

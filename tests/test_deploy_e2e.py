@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from judgeops.api.operations import wait_for_api
+from judgeops.api.operations import POOL, wait_for_api
 from judgeops.config import LimitConfig, dump_config
 from judgeops.schemas.store import ArtifactStore
 from tests.conftest import ROOT, http_judge, small_config
@@ -53,9 +53,10 @@ def start_server(judgeops: Path, port: int, cwd: Path, env: dict, log: Path) -> 
 
 
 @contextlib.contextmanager
-def deployed(home: Path, user: Path, **env_extra: str):
+def deployed(home: Path, user: Path, more_workers: int = 0, **env_extra: str):
     """`judgeops server` (a real `prefect server start` and a process worker) with PREFECT_HOME `home`, then
-    `judgeops deploy` run in `user`; yields (env, api, log); stops both at the end."""
+    `judgeops deploy` run in `user`, and `more_workers` process workers beside its own (`prefect worker start`,
+    each with its log beside the server's: worker-2.log, ...); yields (env, api, log); stops them all at the end."""
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {
@@ -68,25 +69,34 @@ def deployed(home: Path, user: Path, **env_extra: str):
     }
     log = home / "server-and-worker.log"
     home.mkdir(parents=True, exist_ok=True)
-    server = start_server(BIN / "judgeops", port, ROOT, env, log)
+    server, workers = start_server(BIN / "judgeops", port, ROOT, env, log), []
     try:
         assert wait_for_api(api, server), log.read_text()[-3000:]
         deploy = subprocess.run(
             [str(BIN / "judgeops"), "deploy"], cwd=user, env=env, capture_output=True, text=True
         )
         assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+        for n in range(more_workers):
+            command = [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--name", f"worker-{n + 2}"]
+            output = open(home / f"worker-{n + 2}.log", "w")  # noqa: SIM115 - the worker's, closed with it
+            workers.append(
+                subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+            )
         yield env, api, log
     finally:
+        for worker in workers:
+            _stop(worker)
         _stop(server)
 
 
 @pytest.fixture(scope="module")
 def server_and_worker(tmp_path_factory):
-    """The server, a worker and the deployments for this module's tests (SQLite under PREFECT_HOME)."""
+    """The default server (SQLite under PREFECT_HOME), two workers and the deployments for this module's tests:
+    a second worker once locked the server's database (`sqlite3.OperationalError: database is locked`)."""
     home = tmp_path_factory.mktemp("prefect-home")
     user = tmp_path_factory.mktemp("user-folder")  # where the user runs `judgeops deploy`, not the checkout
     # the batch stub checks no key; the OpenAI SDK on the worker wants one
-    with deployed(home, user, OPENAI_API_KEY="sk-test-deployed") as (env, api, log):
+    with deployed(home, user, more_workers=1, OPENAI_API_KEY="sk-test-deployed") as (env, api, log):
         yield env, api, log, user
 
 
@@ -152,7 +162,7 @@ def triggered_run(deployment: str, parameter: str, value: str, timeout_s: float 
     raise AssertionError(f"no final run of {deployment} with {parameter}={value} within {timeout_s} s")
 
 
-def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp_path):
+def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp_path, figure):
     env, api, log, user = server_and_worker
     store_url = str(tmp_path / "store")
     config = tmp_path / "judgeops.yaml"
@@ -227,6 +237,18 @@ def test_backfill_runs_each_week_in_order_then_skips_them(server_and_worker, tmp
     rerun = subprocess.run(recal, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert "2026-11-02: skipped" in rerun.stdout and "2026-11-09: skipped" in rerun.stdout
     assert len(ArtifactStore(store_url).list_runs()) == 6  # 2 evaluations, 2 + 2 calibrations: nothing new
+    # two workers on the default server's SQLite database: the backfills above completed, and nothing locked
+    logs = [log.read_text(errors="replace"), log.with_name("worker-2.log").read_text(errors="replace")]
+    assert "Worker 'worker-2' started" in logs[1]
+    assert not [text for text in logs if "database is locked" in text]
+    taken = [text.count("submitting flow run") for text in logs]
+    figure(
+        "a second process worker on the default `judgeops server` (SQLite): backfills of two weeks and their "
+        "recalibrations",
+        "every run completes; no `database is locked`",
+        f"{sum(taken)} flow runs taken so far in this module, {taken[0]} by the server's worker and {taken[1]} by "
+        "the second; 0 lock errors",
+    )
 
 
 def artifacts_of(flow_run_id) -> list:

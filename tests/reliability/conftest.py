@@ -1,30 +1,11 @@
-"""The reliability suite: one test per fault, each asserting its promise and reporting its figure.
-
-`figure(fault, promise, measured)` prints the figure on one line and, when JUDGEOPS_FIGURES names a file
-(bench/reliability.py sets it), appends it there as JSON: RELIABILITY.md is built from those lines.
-"""
+"""The reliability suite: one test per fault, each asserting its promise and reporting its figure with the
+`figure` fixture (tests/conftest.py)."""
 
 from __future__ import annotations
-
-import json
-import os
 
 import pytest
 
 from tests.test_label_page import audit_files  # noqa: F401 - the fixture, for the label page's doors
-
-
-@pytest.fixture
-def figure(request):
-    def record(fault: str, promise: str, measured: str) -> None:
-        line = {"test": request.node.nodeid, "fault": fault, "promise": promise, "figure": measured}
-        print(f"\nFIGURE {fault}: {measured}")
-        out = os.environ.get("JUDGEOPS_FIGURES")
-        if out:
-            with open(out, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(line) + "\n")
-
-    return record
 
 
 @pytest.fixture
