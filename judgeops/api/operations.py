@@ -238,8 +238,9 @@ def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
         )
         if "postgresql" not in env.get("PREFECT_API_DATABASE_CONNECTION_URL", ""):
             ready(
-                "The server's database is SQLite (WAL): one worker; for more, start it on PostgreSQL "
-                "(PREFECT_API_DATABASE_CONNECTION_URL=postgresql+asyncpg://…, README: running at scale)"
+                "The server's database is SQLite (WAL): a second worker on this machine is fine (tested); for a "
+                "fleet, start it on PostgreSQL (PREFECT_API_DATABASE_CONNECTION_URL=postgresql+asyncpg://…, "
+                "README: running at scale)"
             )
         while server.poll() is None and worker.poll() is None:
             time.sleep(1)
