@@ -11,7 +11,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from judgeops.cli import main
-from judgeops.tasks.aggregate.agreement import annotators, judge_vs_human
+from judgeops.tasks.aggregate.agreement import annotators, judge_vs_human, krippendorff_alpha
 from judgeops.tasks.aggregate.synthetic import make_panel
 
 
@@ -48,14 +48,47 @@ def test_a_judges_runs_all_count_and_a_consensus_is_scored_beside_it():
     assert rows.loc["mv", "accuracy"] == pytest.approx(3 / 4) and rows.loc["mv", "kind"] == "consensus"
 
 
+# Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the worked example with missing values:
+# four observers, twelve units
+KRIPPENDORFF_2011 = [
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+    [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+]
+
+
+@pytest.mark.parametrize(
+    ("level", "published"), [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)]
+)
+def test_krippendorffs_alpha_is_his_published_value_at_every_level(level, published):
+    data = np.array(KRIPPENDORFF_2011, dtype=float)  # None → NaN: a value not given
+    assert krippendorff_alpha(data, level) == pytest.approx(published, abs=5e-4)
+
+
+def test_krippendorffs_alpha_at_its_edges():
+    perfect = np.array([[1, 2, 3, 1], [1, 2, 3, 1]], dtype=float)
+    assert krippendorff_alpha(perfect) == 1.0
+    assert np.isnan(krippendorff_alpha(np.array([[1, 1, 1], [1, 1, 1]], dtype=float)))  # no variation
+    assert np.isnan(krippendorff_alpha(np.array([[1, np.nan], [np.nan, 2]], dtype=float)))  # nothing pairs
+    # two observers always apart on a binary label: systematic disagreement, α below 0
+    assert krippendorff_alpha(np.array([[0, 1, 0, 1], [1, 0, 1, 0]], dtype=float)) < 0
+    # nominal α does not depend on the codes' values; the raters' order and the units' order do not matter
+    data = np.array(KRIPPENDORFF_2011, dtype=float)
+    recoded = np.where(np.isnan(data), np.nan, 10 * data + 7)
+    assert krippendorff_alpha(recoded) == pytest.approx(krippendorff_alpha(data), abs=1e-12)
+    shuffled = data[::-1][:, np.random.default_rng(0).permutation(data.shape[1])]
+    for level in ("nominal", "ordinal", "interval", "ratio"):
+        assert krippendorff_alpha(shuffled, level) == pytest.approx(
+            krippendorff_alpha(data, level), abs=1e-12
+        )
+    with pytest.raises(ValueError, match="level of measurement"):
+        krippendorff_alpha(data, "cardinal")
+
+
 def test_krippendorffs_alpha_is_his_published_example_and_conflicts_are_listed():
-    """Krippendorff (2011), 'Computing Krippendorff's alpha-reliability', nominal data: α = 0.743."""
-    data = [
-        [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
-        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
-        [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
-        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
-    ]
+    """Krippendorff (2011), nominal data: α = 0.743, from people's labels in the audit's long form."""
+    data = KRIPPENDORFF_2011
     long = pd.DataFrame(
         [
             (f"u{u}", f"r{r}", str(v))

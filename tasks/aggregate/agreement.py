@@ -13,7 +13,7 @@ judge_vs_human(votes, human, weights, consensus)
 
 annotators(long)
     Several people on the same tasks (`task, annotator, label`): Cohen's κ for two annotators, Krippendorff's α
-    (nominal; the `krippendorff` package) for any number, with a bootstrap interval over tasks; the
+    (nominal; `krippendorff_alpha` below) for any number, with a bootstrap interval over tasks; the
     conflicting tasks (people disagree); and the adjudicated label per task — the strict majority, none where
     there is none (those wait for a person to adjudicate, and are left out of the refit until one does).
 
@@ -150,11 +150,62 @@ def conflicting_tasks(long: pd.DataFrame) -> list[str]:
     return sorted(shared.index[(shared["size"] >= 2) & (shared["nunique"] > 1)].astype(str), key=str)
 
 
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+
+
+def krippendorff_alpha(data, level: str = "nominal") -> float:
+    """Krippendorff's α of `data` (raters × units, NaN where a rater gave no value), at a level of measurement.
+
+    Written here because the maintained package (`krippendorff`) is GPL-3.0, which this Apache-2.0 project may
+    not depend on. Krippendorff (2011), "Computing Krippendorff's alpha-reliability": a unit's m_u ≥ 2 values
+    make m_u(m_u − 1) ordered pairs, each weighted 1/(m_u − 1), so the coincidence matrix is
+    o_ck = Σ_u (n_uc n_uk − [c = k] n_uc) / (m_u − 1), with n_uc the raters giving value c to unit u (units
+    with fewer than two values pair nothing and drop out). With n_c = Σ_k o_ck and n = Σ_c n_c,
+
+        α = 1 − D_o / D_e = 1 − (n − 1) Σ_ck o_ck δ²_ck / Σ_ck n_c n_k δ²_ck,
+
+    where δ² is the level's difference: nominal [c ≠ k]; interval (c − k)²; ratio ((c − k)/(c + k))²;
+    ordinal (Σ_{g from c to k} n_g − (n_c + n_k)/2)², ranks by the pooled value counts. NaN where the values
+    pair nothing or show no variation (D_e = 0). Pinned on the paper's worked example (tests/test_agreement.py:
+    0.743 nominal, 0.815 ordinal, 0.849 interval, 0.797 ratio)."""
+    if level not in LEVELS:
+        raise ValueError(f"level of measurement {level!r}: one of {', '.join(LEVELS)}")
+    data = np.asarray(data, dtype=float)
+    values = np.unique(data[np.isfinite(data)])
+    if len(values) < 2:
+        return float("nan")
+    counts = np.stack([(data == v).sum(axis=0) for v in values], axis=1).astype(float)  # units × values
+    pairable = counts.sum(axis=1)
+    counts, pairable = counts[pairable >= 2], pairable[pairable >= 2]
+    if not len(counts):
+        return float("nan")
+    weighted = counts / (pairable - 1)[:, None]
+    coincidence = weighted.T @ counts - np.diag(weighted.sum(axis=0))
+    n_c = coincidence.sum(axis=1)
+    n = n_c.sum()
+    c, k = np.meshgrid(values, values, indexing="ij")
+    if level == "nominal":
+        delta = (c != k).astype(float)
+    elif level == "interval":
+        delta = (c - k) ** 2
+    elif level == "ratio":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = np.nan_to_num(((c - k) / (c + k)) ** 2)  # 0/0 (both zero): no difference
+    else:
+        cumulative = np.cumsum(n_c)
+        i, j = np.meshgrid(np.arange(len(values)), np.arange(len(values)), indexing="ij")
+        low, high = np.minimum(i, j), np.maximum(i, j)
+        between = cumulative[high] - cumulative[low] + n_c[low]  # Σ n_g for g from the lower to the higher
+        delta = (between - (n_c[i] + n_c[j]) / 2) ** 2
+    expected = n_c @ delta @ n_c
+    if expected == 0:
+        return float("nan")
+    return float(1 - (n - 1) * (coincidence * delta).sum() / expected)
+
+
 def annotators(long: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[AnnotatorAgreement, pd.Series]:
     """(the agreement between people, task → adjudicated label: the strict majority, NaN where there is none).
     `long`: task, annotator, label — one row per annotator and task (a later row replaces an earlier one)."""
-    import krippendorff  # lazy: only multi-annotator audits need it
-
     long = long.dropna(subset=["label"]).drop_duplicates(["task", "annotator"], keep="last")
     table = long.pivot(index="task", columns="annotator", values="label")
     adjudicated = majority_labels(long)
@@ -167,7 +218,7 @@ def annotators(long: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> tuple[A
         d = data if sample is None else data[:, sample]
         if d.shape[1] < 2 or len(np.unique(d[np.isfinite(d)])) < 2:
             return float("nan")
-        return float(krippendorff.alpha(reliability_data=d, level_of_measurement="nominal"))
+        return krippendorff_alpha(d, "nominal")
 
     kappa = None
     if table.shape[1] == 2 and len(shared):
