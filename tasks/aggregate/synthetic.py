@@ -501,3 +501,48 @@ def _below_chance_order(
         "position_bias": dict(zip(names, position_bias.tolist(), strict=True)),
     }
     return Panel(pd.concat(rows, ignore_index=True), truth, params)
+
+
+PREDICTION_FAMILIES = ("calibrated", "saturated", "useless", "misleading")
+
+
+def prediction_family(
+    family: str, rng: np.random.Generator, n_tasks: int = 2000
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Y, f) on a workload of n tasks: Y whether the consensus is right (its accuracy drawn in 0.55–0.95), f a
+    prediction of Y from the votes alone, of one of PREDICTION_FAMILIES — for the prediction-powered estimates'
+    coverage (tests/test_prediction_powered.py, bench/prediction_powered.py)."""
+    accuracy = rng.uniform(0.55, 0.95)  # drawn wide: the truth differs on every draw
+    y = (rng.random(n_tasks) < accuracy).astype(float)
+    if family == "calibrated":  # a posterior whose confidence means what it says, of varied sharpness
+        sharp = rng.uniform(0.5, 3.0)
+        f = 1 / (1 + np.exp(-(sharp * (2 * y - 1) + rng.normal(0, 1, n_tasks))))
+    elif family == "saturated":  # most tasks at ≥ 0.99, a good share of those wrong (issue 47's posteriors)
+        f = np.where(
+            rng.random(n_tasks) < 0.8, rng.uniform(0.99, 1.0, n_tasks), rng.uniform(0.5, 0.99, n_tasks)
+        )
+        f = np.where(y == 1, f, np.where(rng.random(n_tasks) < 0.6, f, 1 - f + 0.5))
+    elif family == "useless":  # independent of the truth
+        f = rng.uniform(0, 1, n_tasks)
+    else:  # misleading: confident where it is wrong
+        f = np.clip(0.9 - 0.5 * y + rng.normal(0, 0.1, n_tasks), 0, 1)
+    return y, f
+
+
+def audit_sample(rng: np.random.Generator, f: np.ndarray, k: int, stratified: bool):
+    """k audited tasks: at random, or 3/4 of them from the least confident quarter (weights 1/π for both sets)."""
+    n_tasks = len(f)
+    if not stratified:
+        picked = rng.choice(n_tasks, k, replace=False)
+        return picked, None, None
+    low = f <= np.quantile(f, 0.25)
+    strata = [np.flatnonzero(low), np.flatnonzero(~low)]
+    sizes = [3 * k // 4, k - 3 * k // 4]
+    picked = np.concatenate([rng.choice(s, m, replace=False) for s, m in zip(strata, sizes, strict=True)])
+    labelled = np.zeros(n_tasks, bool)
+    labelled[picked] = True
+    w_all = np.empty(n_tasks)
+    wu_all = np.empty(n_tasks)
+    for s, m in zip(strata, sizes, strict=True):
+        w_all[s], wu_all[s] = len(s) / m, len(s) / (len(s) - m)
+    return picked, w_all[picked], wu_all[~labelled]

@@ -1,0 +1,181 @@
+"""Prediction-powered estimates: a few labels plus every unlabelled verdict, turned into a valid interval.
+
+Any number a team quotes is a mean of a per-task quantity Y over the workload — the consensus is right, a judge
+is right, the first candidate is better. The audit gives Y on n labelled tasks; the panel gives on every task
+a prediction f of Y from the votes alone (the consensus's posterior of its own label, ...). PPI++ (Angelopoulos,
+Duchi & Zrnic, arXiv 2311.01453) estimates the mean as
+
+    θ̂_λ = mean_unlabelled(λ f) + mean_labelled(Y − λ f),
+
+unbiased for any f and any fixed λ: the labels correct ("rectify") the predictions' bias. Its variance is
+Var(λ f)/N + Var(Y − λ f)/n, least at λ* = Cov(Y, f) / ((1 + n/N) Var(f)), estimated from the data and clipped
+to [0, 1]: λ = 0 is the labels-only mean, so a useless f costs nothing in expectation, and λ = 1 is plain PPI.
+The interval is θ̂ ± z σ̂ (normal, two-sided, level 1 − α). `effective_labels` says what the verdicts were worth:
+the number of labels a labels-only mean would need for the same variance, n · Var(Y) / (n σ̂²).
+
+Weights (a stratified audit). A task drawn with inclusion probability π gets weight 1/π; the weights of each set
+are normalised to mean 1, as in `ppi_py` (its `w`, `w_unlabeled`), so the rectifier is a Hájek (ratio) mean of
+Y − λ f over the workload. Give the unlabelled tasks weights too (stratum size over its unlabelled count), so
+that their mean of f stands for the whole workload and not the strata the audit sampled less. The variance
+treats the weighted terms as independent draws (with replacement): it ignores any gain from stratifying, so it
+is conservative there; what the weights cost is their spread, a factor mean(w²) on the rectifier's variance.
+
+What it assumes: the audit was drawn by its stated design before its labels were seen (propose, then label),
+and f was computed without the audited labels. At fewer than `MIN_NORMAL` labels, or where the rectifier shows
+no variation in the sample (all Y − λ f alike: the normal interval would be zero wide), the interval is the
+labels-only exact one (Clopper–Pearson for a 0/1 quantity), never a zero-width one.
+
+Written here, not imported: `ppi_py` (MIT) is the reference and pulls in numba and statsmodels for what is a few
+lines of numpy; tests/test_prediction_powered.py pins our numbers to values it computed (to 1e-9).
+
+label_budget(...) answers "how many labels for ± w": the n at which z σ(n) ≤ w, with σ²(n) from the current
+audit's variances, or with no audit the labels-only worst case over the label-free interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+MIN_NORMAL = (
+    10  # fewer labels than this: the exact labels-only interval (the normal approximation is not trusted)
+)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One quoted number: the estimate, its interval, the labels-only interval at the same labels, how many
+    labels there were and what the verdicts were worth in labels, and how it was made."""
+
+    estimate: float
+    ci: tuple[float, float]
+    labels_only_ci: tuple[float, float]
+    n_labels: int
+    effective_labels: float
+    lam: float
+    method: str
+
+    def to_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+
+def _weights(w, n: int) -> np.ndarray:
+    if w is None:
+        return np.ones(n)
+    w = np.asarray(w, dtype=float)
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(f"weights: {n} positive finite numbers expected")
+    return w / w.mean()
+
+
+def tuned_lambda(y, f, f_unlabelled, w=None, w_unlabelled=None) -> float:
+    """PPI++'s power-tuning λ for a mean, clipped to [0, 1]: Cov(Y, f) over (1 + n/N) Var(f), the covariance from
+    the labelled tasks and the variance from all of them (ppi_py's `_calc_lam_glm` for a mean, the same number)."""
+    y, f, fu = (np.asarray(a, dtype=float) for a in (y, f, f_unlabelled))
+    n, big_n = len(y), len(fu)
+    w, wu = _weights(w, n), _weights(w_unlabelled, big_n)
+    centre = (wu * fu).mean() + (
+        w * (y - f)
+    ).mean()  # the λ = 1 estimate: with weights the terms depend on it
+    g, h, hu = w * (y - centre), w * (f - centre), wu * (fu - centre)
+    covariance = ((g - g.mean()) * (h - h.mean())).sum() / n
+    variance = np.var(np.concatenate([h, hu]), ddof=1)
+    if variance == 0 or not np.isfinite(variance):
+        return 0.0
+    return float(np.clip(covariance / ((1 + n / big_n) * variance), 0.0, 1.0))
+
+
+def ppi_mean(y, f, f_unlabelled, alpha: float = 0.1, w=None, w_unlabelled=None, lam: float | None = None):
+    """(estimate, (lo, hi), λ) of the mean of Y: PPI++ with λ tuned (or the given one), the normal interval at
+    level 1 − α. `y`, `f`: the labelled tasks' quantity and prediction; `f_unlabelled`: the others' predictions;
+    `w`, `w_unlabelled`: inverse inclusion weights (normalised to mean 1 within each set)."""
+    y, f, fu = (np.asarray(a, dtype=float) for a in (y, f, f_unlabelled))
+    n, big_n = len(y), len(fu)
+    if n == 0 or big_n == 0 or len(f) != n:
+        raise ValueError("ppi_mean: labelled tasks with a prediction each, and unlabelled ones, are needed")
+    w, wu = _weights(w, n), _weights(w_unlabelled, big_n)
+    lam = tuned_lambda(y, f, fu, w, wu) if lam is None else float(lam)
+    estimate = float((wu * lam * fu).mean() + (w * (y - lam * f)).mean())
+    sigma = math.sqrt(np.var(wu * lam * fu) / big_n + np.var(w * (y - lam * f)) / n)
+    half = stats.norm.ppf(1 - alpha / 2) * sigma
+    return estimate, (estimate - half, estimate + half), lam
+
+
+def labels_only_interval(y, alpha: float = 0.1, w=None) -> tuple[float, float]:
+    """The labels-only interval of a mean at level 1 − α: Clopper–Pearson for a 0/1 quantity (with weights, at
+    Kish's effective sample size), a t interval otherwise. Never zero wide where there are labels."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    w = _weights(w, n)
+    mean = float((w * y).mean())
+    if np.isin(y, (0.0, 1.0)).all():
+        n_eff = n / float((w**2).mean())  # Kish: what unequal weights leave of n
+        k = mean * n_eff
+        low = stats.beta.ppf(alpha / 2, k, n_eff - k + 1) if k > 0 else 0.0
+        high = stats.beta.ppf(1 - alpha / 2, k + 1, n_eff - k) if k < n_eff else 1.0
+        return float(low), float(high)
+    if n < 2:
+        return float("-inf"), float("inf")
+    half = stats.t.ppf(1 - alpha / 2, n - 1) * math.sqrt(np.var(w * y, ddof=1) / n)
+    return mean - half, mean + half
+
+
+def prediction_powered(y, f, f_unlabelled, alpha: float = 0.1, w=None, w_unlabelled=None, bounds=(0.0, 1.0)):
+    """The Estimate of the mean of Y a team can quote: PPI++ where it is trusted, the exact labels-only interval
+    where it is not (fewer than MIN_NORMAL labels, or no variation in the rectifier), clipped to `bounds`."""
+    y, f, fu = (np.asarray(a, dtype=float) for a in (y, f, f_unlabelled))
+    n = len(y)
+    exact = labels_only_interval(y, alpha, w)
+    labels_mean = float((_weights(w, n) * y).mean()) if n else float("nan")
+    clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
+    if n < MIN_NORMAL:
+        return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
+    estimate, _, lam = ppi_mean(y, f, fu, alpha, w, w_unlabelled)
+    wn, wun = _weights(w, n), _weights(w_unlabelled, len(fu))
+    if np.ptp(wn * (y - lam * f)) == 0:
+        return Estimate(labels_mean, exact, exact, n, float(n), 0.0, "labels only (exact): no variation")
+    # small-sample form of ppi_mean's interval: unbiased variances, and Student's t at the labels' effective size
+    sigma2 = np.var(wun * lam * fu, ddof=1) / len(fu) + np.var(wn * (y - lam * f), ddof=1) / n
+    df = n / float((wn**2).mean()) - 1  # Kish: what unequal weights leave of n
+    half = stats.t.ppf(1 - alpha / 2, max(df, 1.0)) * math.sqrt(sigma2)
+    low, high = estimate - half, estimate + half
+    labels_var = np.var(wn * y, ddof=1) / n
+    effective = float(n * labels_var / sigma2) if sigma2 > 0 else float(n)
+    return Estimate(
+        clip(estimate), (clip(low), clip(high)), exact, n, effective, lam, "prediction-powered (PPI++)"
+    )
+
+
+def label_budget(
+    half_width: float = 0.03,
+    alpha: float = 0.1,
+    y=None,
+    f=None,
+    f_unlabelled=None,
+    label_free_interval: tuple[float, float] | None = None,
+    assurance: float = 0.85,
+) -> int | None:
+    """How many labels in all give an interval of ± `half_width` at level 1 − α.
+
+    With an audit (`y`, `f`, `f_unlabelled`): the smallest n with z² (Var(λ f)/N + V/n) ≤ w², λ the current
+    audit's and V its residual variance Var(Y − λ f) at its upper `assurance` bound (χ² on the audit's n − 1
+    degrees of freedom): a budget at the point estimate would fall short about half the time, this one in
+    about 1 − assurance of draws. None where the predictions' own variance already exceeds w² (no number of
+    labels reaches it). Without one: the labels-only worst case over the label-free interval,
+    z² p(1 − p)/w² at the p in the interval nearest 1/2 (0.25 with no interval): the predictions are not
+    trusted before any label has checked them."""
+    z2 = stats.norm.ppf(1 - alpha / 2) ** 2
+    if y is None:
+        low, high = label_free_interval or (0.0, 1.0)
+        p = min(max(0.5, low), high)
+        return math.ceil(z2 * p * (1 - p) / half_width**2)
+    y, f, fu = (np.asarray(a, dtype=float) for a in (y, f, f_unlabelled))
+    lam, n = tuned_lambda(y, f, fu), len(y)
+    room = half_width**2 / z2 - np.var(lam * fu, ddof=1) / len(fu)
+    if room <= 0:
+        return None
+    residual = np.var(y - lam * f, ddof=1) * (n - 1) / stats.chi2.ppf(1 - assurance, n - 1)
+    return max(n, math.ceil(residual / room))
