@@ -305,7 +305,8 @@ class JudgeConfig(_Strict):
         "text",
         description="pairwise with a rationale: json asks for the verdict as a JSON object {verdict, rationale}, "
         "sent as structured output where the backend takes it (openai: a JSON schema in response_format; "
-        "anthropic: a tool with that input schema the model must call; elsewhere asked in words) and read from it first, the prose reader last (part of every call's key)",
+        "anthropic: a tool with that input schema the model must call; elsewhere asked in words) and read "
+        "from it first, the prose reader last (part of every call's key)",
     )
     rubric: RubricConfig | None = Field(
         None,
@@ -502,16 +503,17 @@ class CacheConfig(_Strict):
         description="the judge-call cache: a SQLite file (a local path), or a PostgreSQL database a fleet of "
         "workers shares (postgresql://user@host:port/db with the password in PGPASSWORD or ~/.pgpass, or "
         "postgresql://user:${ENV_VAR}@host:port/db, read from the environment when connecting, or "
-        "postgresql://user:{{ prefect.blocks.secret.NAME }}@host:port/db, read from that Prefect Secret block; the "
-        "`postgres` extra): a call found here is never paid again. A password written into the URL itself works but is "
-        "shown as *** wherever the config is recorded or printed (run.json, the Prefect flow run, `judgeops "
-        "config`)",
+        "postgresql://user:{{ prefect.blocks.secret.NAME }}@host:port/db, read from that Prefect Secret "
+        "block; the `postgres` extra): a call found here is never paid again. A password written into the URL "
+        "itself works but is shown as *** wherever the config is recorded or printed (run.json, the Prefect "
+        "flow run, `judgeops config`)",
     )
 
     @field_serializer("path")
     def _without_password(self, path: str, info) -> str:
         """Every record and printout of the config redacts a password written into the URL (a `${VAR}` or a Secret
-        block's name stays as written: it is no secret). Passing context={"secrets": True} keeps it, for a copy made to run with."""
+        block's name stays as written: it is no secret). Passing context={"secrets": True} keeps it, for a copy
+        made to run with."""
         if (info.context or {}).get("secrets") or re.search(r"\$\{|\{\{", path.partition("@")[0]):
             return path
         return redact_url(path)

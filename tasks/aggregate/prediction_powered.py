@@ -11,8 +11,9 @@ unbiased for any f and any fixed λ: the labels correct ("rectify") the predicti
 Var(λ f)/N + Var(Y − λ f)/n, least at λ* = Cov(Y, f) / ((1 + n/N) Var(f)), estimated from the data and clipped
 to [0, 1]: λ = 0 is the labels-only mean, so a useless f costs nothing in expectation, and λ = 1 is plain PPI.
 `ppi_mean` is ppi_py's θ̂ ± z σ̂ exactly; `prediction_powered`, the one quoted, uses unbiased variances and
-Student's t at the labels' effective size (the normal interval undercovered at k = 25-50). `effective_labels` says what the verdicts were worth:
-the number of labels a labels-only mean would need for the same variance, n · Var(Y) / (n σ̂²).
+Student's t at the labels' effective size (the normal interval undercovered at k = 25-50). `effective_labels`
+says what the verdicts were worth: the number of labels a labels-only mean would need for the same variance,
+n · Var(Y) / (n σ̂²).
 
 Weights (a stratified audit). A task drawn with inclusion probability π gets weight 1/π; the weights of each set
 are normalised to mean 1, as in `ppi_py` (its `w`, `w_unlabeled`), so the rectifier is a Hájek (ratio) mean of
@@ -44,9 +45,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-MIN_NORMAL = (
-    10  # fewer labels than this: the exact labels-only interval (the normal approximation is not trusted)
-)
+# fewer labels than this: the exact labels-only interval (the normal approximation is not trusted)
+MIN_NORMAL = 10
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,8 @@ def tuned_lambda(y, f, f_unlabelled, w=None, w_unlabelled=None) -> float:
     y, f, fu = (np.asarray(a, dtype=float) for a in (y, f, f_unlabelled))
     n, big_n = len(y), len(fu)
     w, wu = _weights(w, n), _weights(w_unlabelled, big_n)
-    centre = (wu * fu).mean() + (
-        w * (y - f)
-    ).mean()  # the λ = 1 estimate: with weights the terms depend on it
+    # the λ = 1 estimate: with unequal weights the centred terms below depend on it
+    centre = (wu * fu).mean() + (w * (y - f)).mean()
     g, h, hu = w * (y - centre), w * (f - centre), wu * (fu - centre)
     covariance = ((g - g.mean()) * (h - h.mean())).sum() / n
     variance = np.var(np.concatenate([h, hu]), ddof=1)
