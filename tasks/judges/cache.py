@@ -535,6 +535,10 @@ def _secret_block(name: str, url: str) -> str:
         raise ConnectionError(
             f"call cache {redact(url)}: Prefect Secret block {name!r} not found on the Prefect server ({exc})"
         ) from None
+    except Exception as exc:  # the Prefect API unreachable, ...: one line, the block named, no value
+        raise ConnectionError(
+            f"call cache {redact(url)}: Prefect Secret block {name!r} could not be read ({type(exc).__name__})"
+        ) from None
 
 
 class PostgresCallCache(CallCache):
