@@ -53,8 +53,14 @@ def resolve_api_key(judge: JudgeConfig) -> str | None:
             )
         return key
     if judge.api_key_secret:
-        return Secret.load(judge.api_key_secret).get()
+        return secret_value(judge.api_key_secret)
     return None
+
+
+def secret_value(name: str) -> str:
+    """The value of the Prefect Secret block `name` (a judge's key, the call cache's password), loaded
+    synchronously wherever it is called from."""
+    return Secret.load(name, _sync=True).get()
 
 
 async def patient_sleep(seconds: float) -> None:
