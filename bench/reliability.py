@@ -1,6 +1,7 @@
 """Run the reliability suite (tests/reliability/) and write its figures into RELIABILITY.md.
 
     python bench/reliability.py [--out RELIABILITY.md] [--beside "N CPU hogs"] [-- extra pytest arguments]
+    python bench/reliability.py --figures FILE --command "..." [--loads FILE] [--beside "..."]
 
 `--beside` names other work run beside the suite on purpose (a busy machine: the promises hold under load, not
 only on an idle machine); it is written into the header with the load averages seen during the run.
@@ -33,7 +34,7 @@ figure it measured on this run. The suite runs in `.ci/run` (it is part of the R
 real processes killed with SIGKILL, a real HTTP server (tests/openai_server.py) misbehaving on the wire, a
 real tmpfs filled up or remounted read-only, real concurrent processes on one store and one SQLite cache.
 
-Generated {date} by `{command}` on {machine}{beside}.
+Generated {date} by {command} on {machine}{beside}.
 
 | fault | promise | figure | reproduce |
 |---|---|---|---|
@@ -44,12 +45,9 @@ Generated {date} by `{command}` on {machine}{beside}.
 TWO_WORKERS = "tests/test_deploy_e2e.py::test_backfill_runs_each_week_in_order_then_skips_them"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=str(ROOT / "RELIABILITY.md"))
-    parser.add_argument("--beside", help="other work run beside the suite on purpose (named in the header)")
-    args, extra = parser.parse_known_args()
-    extra = [a for a in extra if a != "--"]
+def run_suite(extra: list[str]) -> tuple[list[dict], list[str], list[float], int]:
+    """Run the reliability tests: (their figures, the tests not passing with why, the load averages seen once a
+    minute, pytest's exit code)."""
     with tempfile.TemporaryDirectory() as tmp:
         figures, junit = Path(tmp) / "figures.jsonl", Path(tmp) / "junit.xml"
         command = [
@@ -72,7 +70,6 @@ def main() -> int:
                 break
             except subprocess.TimeoutExpired:
                 loads.append(os.getloadavg()[0])
-        done = subprocess.CompletedProcess(command, suite.returncode)
         rows = [json.loads(line) for line in figures.read_text().splitlines()] if figures.exists() else []
         problems = []
         if junit.exists():
@@ -84,26 +81,52 @@ def main() -> int:
                         problems.append(
                             f"- {kind}: `{name}`: {(node.get('message') or '').splitlines()[0][:200]}"
                         )
+    return rows, problems, loads, suite.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=str(ROOT / "RELIABILITY.md"))
+    parser.add_argument("--beside", help="other work run beside the suite on purpose (named in the header)")
+    parser.add_argument(
+        "--figures",
+        help="build the table from figures a run already recorded (JUDGEOPS_FIGURES=FILE .ci/run, every test "
+        "passing) instead of running the suite; --command names that run, --loads a file of its load averages",
+    )
+    parser.add_argument("--command", help="with --figures: the command that recorded them")
+    parser.add_argument("--loads", help="with --figures: a file of load averages, one per line")
+    args, extra = parser.parse_known_args()
+    extra = [a for a in extra if a != "--"]
+    if args.figures:
+        rows = [json.loads(line) for line in Path(args.figures).read_text().splitlines()]
+        rows = [r for r in rows if r["test"].startswith("tests/reliability/") or r["test"] == TWO_WORKERS]
+        loads = [float(x) for x in Path(args.loads).read_text().split()] if args.loads else []
+        problems, returncode = [], 0
+        command_line = (
+            f"the figures of `{args.command}`" if args.command else f"the figures in {args.figures}"
+        )
+    else:
+        rows, problems, loads, returncode = run_suite(extra)
+        command_line = "python bench/reliability.py" + (f' --beside "{args.beside}"' if args.beside else "")
+        command_line += " -- " + " ".join(extra) if extra else ""
+        command_line = f"`{command_line}`"
     machine = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
     beside = ""
     if args.beside:
-        seen = (
-            f", load average {min(loads):.1f}–{max(loads):.1f} (median {sorted(loads)[len(loads) // 2]:.1f})"
-        )
-        beside = f", beside {args.beside}{seen if loads else ''}"
-    command_line = "python bench/reliability.py" + (f' --beside "{args.beside}"' if args.beside else "")
-    command_line += " -- " + " ".join(extra) if extra else ""
+        median = sorted(loads)[len(loads) // 2] if loads else 0.0
+        seen = f", load average {min(loads):.1f}–{max(loads):.1f} (median {median:.1f})" if loads else ""
+        beside = f", beside {args.beside}{seen}"
     text = HEADER.format(
         date=dt.date.today().isoformat(), command=command_line, machine=machine, beside=beside
     )
-    for r in rows:
+    for r in sorted(rows, key=lambda r: r["test"]):  # by test file: the order the workers finished is noise
         test = r["test"].replace("|", "\\|")
         text += f'| {r["fault"]} | {r["promise"]} | {r["figure"]} | `python -m pytest "{test}"` |\n'
     if problems:
         text += "\nNot measured on this run (the suite says why):\n\n" + "\n".join(problems) + "\n"
     Path(args.out).write_text(text + FOOTER)
     print(f"{len(rows)} figures, {len(problems)} tests not passing → {args.out}")
-    return done.returncode
+    return returncode
 
 
 FOOTER = """
