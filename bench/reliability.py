@@ -102,9 +102,8 @@ def main() -> int:
         rows = [r for r in rows if r["test"].startswith("tests/reliability/") or r["test"] == TWO_WORKERS]
         loads = [float(x) for x in Path(args.loads).read_text().split()] if args.loads else []
         problems, returncode = [], 0
-        command_line = (
-            f"the figures of `{args.command}`" if args.command else f"the figures in {args.figures}"
-        )
+        source = f"`{args.command}`" if args.command else args.figures
+        command_line = f"`python bench/reliability.py --figures` from the figures recorded by {source}"
     else:
         rows, problems, loads, returncode = run_suite(extra)
         command_line = "python bench/reliability.py" + (f' --beside "{args.beside}"' if args.beside else "")
