@@ -196,8 +196,8 @@ def _decide(statements: list[_Statement]) -> str | None:
     return concluding[-1].winner if concluding else None
 
 
-def read_structured(text: str | None, choices: tuple[str, ...]) -> str | None:
-    """The choice a JSON reply names in its `verdict` (or `answer`, `choice`, `winner`) field, else None."""
+def _json_object(text: str | None) -> dict | None:
+    """The JSON object a reply is (bare or in a ```json fence), else None."""
     if not text or "{" not in text:
         return None
     body = text.strip()
@@ -207,8 +207,10 @@ def read_structured(text: str | None, choices: tuple[str, ...]) -> str | None:
         data = json.loads(body)
     except ValueError:
         return None
-    if not isinstance(data, dict):
-        return None
+    return data if isinstance(data, dict) else None
+
+
+def _choice_in(data: dict, choices: tuple[str, ...]) -> str | None:
     for field in ("verdict", "answer", "choice", "winner", "better"):
         value = data.get(field)
         if isinstance(value, bool) and choices == ("yes", "no"):
@@ -221,16 +223,19 @@ def read_structured(text: str | None, choices: tuple[str, ...]) -> str | None:
     return None
 
 
+def read_structured(text: str | None, choices: tuple[str, ...]) -> str | None:
+    """The choice a JSON reply names in its `verdict` (or `answer`, `choice`, `winner`) field, else None."""
+    data = _json_object(text)
+    return None if data is None else _choice_in(data, choices)
+
+
 def read_structured_verdict(text: str | None) -> tuple[str, str | None] | None:
     """(A or B, the rationale field) of a JSON verdict reply, else None (the prose reader takes over)."""
-    verdict = read_structured(text, ("A", "B"))
+    data = _json_object(text)
+    verdict = None if data is None else _choice_in(data, ("A", "B"))
     if verdict is None:
         return None
-    body = text.strip().strip("`").removeprefix("json").strip()
-    try:
-        rationale = json.loads(body).get("rationale")
-    except ValueError:
-        rationale = None
+    rationale = data.get("rationale")
     return verdict, rationale if isinstance(rationale, str) else None
 
 
