@@ -27,22 +27,21 @@ from tests.test_batch_judge import batch_judge, one_by_one
 pytestmark = pytest.mark.slow
 
 
-def terminated(run, server=None) -> tuple[str, float]:
-    """SIGTERM to a waiting `judgeops run`: its output and the seconds it took to end, asserted to be the one-line
-    end of a cancelled run (exit 143, no traceback) within 30 s."""
-    try:
-        time.sleep(1.0)  # inside the wait's sleep
-        os.kill(run.pid, signal.SIGTERM)
-        sent = time.monotonic()
-        out = run.communicate(timeout=300)[0]
-        took = time.monotonic() - sent
-    finally:
-        if server is not None:
-            server.stop()
+def sigterm_while_waiting(tmp_path, config, happened, what: str, quiet: bool = True) -> float:
+    """`judgeops run` on `config`, SIGTERMed once `happened(run)` (it is waiting then): the seconds it took to end,
+    asserted to be the one-line end of a cancelled run (exit 143, no traceback) within 30 s."""
+    (tmp_path / "judgeops.yaml").write_text(dump_config(config))
+    run = judgeops_process("run", cwd=tmp_path, quiet=quiet)
+    wait_while_running(run, lambda: happened(run), what)
+    time.sleep(1.0)  # inside the wait's sleep
+    os.kill(run.pid, signal.SIGTERM)
+    sent = time.monotonic()
+    out = run.communicate(timeout=300)[0]
+    took = time.monotonic() - sent
     assert run.returncode == 128 + signal.SIGTERM, out[-2000:]
     assert "Traceback" not in out and "interrupted by SIGTERM" in out.splitlines()[-1]
     assert took < 30
-    return out, took
+    return took
 
 
 def test_a_batch_that_does_not_end_is_given_up_in_one_line_and_read_by_the_rerun(
@@ -80,17 +79,13 @@ def test_sigterm_ends_a_run_polling_its_batch_within_seconds(tmp_path, monkeypat
             server.url, batch=True, batch_wait="poll", batch_poll_s=30, max_pairs=4, api_key_env="BATCH_KEY"
         )
         config.judges = [*config.judges, judge]
-        (tmp_path / "judgeops.yaml").write_text(dump_config(config))
-        run = judgeops_process("run", cwd=tmp_path, quiet=True)
-        wait_while_running(run, lambda: server.batches_created(), "the batch")
-    except BaseException:
+        took = sigterm_while_waiting(tmp_path, config, lambda run: server.batches_created(), "the batch")
+    finally:
         server.stop()
-        raise
-    _, took = terminated(run, server)
     figure(
         "SIGTERM to `judgeops run` while it polls a provider batch (batch_poll_s 30, the batch an hour away)",
         "the run ends within seconds, cancelled, one line",
-        f"exit {run.returncode} {took:.1f} s after the signal, the run cancelled",
+        f"exit {128 + signal.SIGTERM} {took:.1f} s after the signal, the run cancelled",
     )
 
 
@@ -100,37 +95,32 @@ def test_sigterm_ends_a_run_waiting_out_a_retry_after_within_seconds(tmp_path, f
     server = ServerProcess(tmp_path / "requests.jsonl", "--rate-limit", "100000", "--retry-after", "300")
     try:
         config = with_http_judge(small_config(str(tmp_path / "store"), n_items=12), server.url)
-        (tmp_path / "judgeops.yaml").write_text(dump_config(config))
-        run = judgeops_process("run", cwd=tmp_path, quiet=True)
-        wait_while_running(run, lambda: server.entries(), "the first 429")
-    except BaseException:
+        took = sigterm_while_waiting(tmp_path, config, lambda run: server.entries(), "the first 429")
+    finally:
         server.stop()
-        raise
-    _, took = terminated(run, server)
     figure(
         "SIGTERM to `judgeops run` while its judge waits out a 429's Retry-After: 300",
         "the run ends within seconds, cancelled, one line, no traceback from the judge's thread",
-        f"exit {run.returncode} {took:.1f} s after the signal",
+        f"exit {128 + signal.SIGTERM} {took:.1f} s after the signal",
     )
 
 
 def test_sigterm_ends_a_run_waiting_for_its_labels_within_seconds(tmp_path, figure):
     config = small_config(str(tmp_path / "store"), n_items=24)
     config.audit = AuditConfig(k=4, labels=str(tmp_path / "labels.jsonl"), wait=True)  # a week's timeout
-    (tmp_path / "judgeops.yaml").write_text(dump_config(config))
-    run = judgeops_process("run", cwd=tmp_path)
-    output: list[str] = []
-    wait_while_running(
-        run,
-        lambda: output.append(run.stdout.readline()) or "audit: waiting for" in output[-1],
+    output: list[str] = []  # its log, line by line, until it says it waits
+    took = sigterm_while_waiting(
+        tmp_path,
+        config,
+        lambda run: output.append(run.stdout.readline()) or "audit: waiting for" in output[-1],
         "the label wait",
+        quiet=False,
     )
-    out, took = terminated(run)
     assert "Traceback" not in "".join(output)
     figure(
         "SIGTERM to `judgeops run` waiting for its audit's labels (audit.wait, a week's timeout)",
         "the run ends within seconds, cancelled, one line",
-        f"exit {run.returncode} {took:.1f} s after the signal",
+        f"exit {128 + signal.SIGTERM} {took:.1f} s after the signal",
     )
 
 
