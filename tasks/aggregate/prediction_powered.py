@@ -131,13 +131,13 @@ def prediction_powered(y, f, f_unlabelled, alpha: float = 0.1, w=None, w_unlabel
     where it is not (fewer than MIN_NORMAL labels, or no variation in the rectifier), clipped to `bounds`."""
     y, f, fu = (np.asarray(a, dtype=float) for a in (y, f, f_unlabelled))
     n = len(y)
-    exact = labels_only_interval(y, alpha, w)
-    labels_mean = float((_weights(w, n) * y).mean()) if n else float("nan")
+    exact, wn = labels_only_interval(y, alpha, w), _weights(w, n)
+    labels_mean = float((wn * y).mean()) if n else float("nan")
     clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
     if n < MIN_NORMAL:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
     estimate, _, lam = ppi_mean(y, f, fu, alpha, w, w_unlabelled)
-    wn, wun = _weights(w, n), _weights(w_unlabelled, len(fu))
+    wun = _weights(w_unlabelled, len(fu))
     if np.ptp(wn * (y - lam * f)) == 0:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, "labels only (exact): no variation")
     # small-sample form of ppi_mean's interval: unbiased variances, and Student's t at the labels' effective size
