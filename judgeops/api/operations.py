@@ -222,8 +222,19 @@ def serve(port: int = 4200, ready: Callable[[str], None] = print) -> int:
     env = {**os.environ, "PREFECT_API_URL": api, **SERVER_SETTINGS}
     env.update({k: v for k, v in os.environ.items() if k in SERVER_SETTINGS})  # an operator's own choice wins
     previous = signal.signal(signal.SIGTERM, _interrupted)
+    # `prefect server start`, with the worker heartbeat's SQLite transaction fixed (judgeops.api.prefect_server)
     server = subprocess.Popen(
-        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env
+        [
+            sys.executable,
+            "-m",
+            "judgeops.api.prefect_server",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=env,
     )
     worker = None
     try:
