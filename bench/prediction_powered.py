@@ -4,11 +4,12 @@
 
 For each family of predictions (tasks/aggregate/synthetic.py `prediction_family`: calibrated, saturated, useless,
 misleading; the workload's accuracy drawn in 0.55-0.95 on every draw), each audit size k and each design (a
-simple random audit; a stratified one taking 3/4 of its labels from the least confident quarter, with inverse
-inclusion weights), draw the workload and the audit, and compute the 90 % interval of the workload's accuracy
-(`prediction_powered`). Reported: the share of draws whose interval covers the truth (the promise: >= 88 %), its
-mean width over the labels-only interval of the same labels (Clopper-Pearson; at Kish's effective size where
-weighted), and the mean effective number of labels.
+simple random audit; a stratified one taking 3/4 of its labels from the least confident quarter, estimated
+with its inverse inclusion weights only, or with its strata), draw the workload and the audit, and compute the
+90 % interval of the workload's accuracy (`prediction_powered`). Reported: the share of draws whose interval covers
+the truth (the promise: >= 88 %), its mean width over the labels-only interval of the same labels and design
+(Clopper-Pearson, at Kish's effective size where weighted; with strata, the stratified form at λ = 0), and the
+mean effective number of labels.
 """
 
 from __future__ import annotations
@@ -19,7 +20,28 @@ import numpy as np
 from benchmarks_md import section
 
 from judgeops.tasks.aggregate.prediction_powered import prediction_powered
-from judgeops.tasks.aggregate.synthetic import PREDICTION_FAMILIES, audit_sample, prediction_family
+from judgeops.tasks.aggregate.synthetic import (
+    PREDICTION_FAMILIES,
+    audit_sample,
+    inclusion_weights,
+    prediction_family,
+)
+
+
+def estimate(design: str, y, f, picked, strata):
+    """The 90 % Estimate of y's mean from the audited `picked` and every task's f, as `design` says to read it."""
+    rest = np.setdiff1d(np.arange(len(y)), picked)
+    if design == "random":
+        return prediction_powered(y[picked], f[picked], f[rest], 0.1)
+    if design == "stratified, weights":
+        w, wu = inclusion_weights(strata, picked)
+        return prediction_powered(y[picked], f[picked], f[rest], 0.1, w, wu)
+    return prediction_powered(
+        y[picked], f[picked], f[rest], 0.1, strata=strata[picked], strata_unlabelled=strata[rest]
+    )
+
+
+DESIGNS = ("random", "stratified, weights", "stratified, strata")
 
 
 def main() -> None:
@@ -36,17 +58,16 @@ def main() -> None:
         )
         print("| design | k | " + " | ".join(PREDICTION_FAMILIES) + " |")
         print("|---|---|" + "---|" * len(PREDICTION_FAMILIES))
-        for stratified in (False, True):
+        for design in DESIGNS:
             for k in (25, 50, 100):
-                rng = np.random.default_rng(1000 * k + stratified)
+                rng = np.random.default_rng(1000 * k + (design != "random"))
                 cells = []
                 for family in PREDICTION_FAMILIES:
                     covered, ratios, effective = 0, [], []
                     for _ in range(args.draws):
                         y, f = prediction_family(family, rng, args.tasks)
-                        picked, w, wu = audit_sample(rng, f, k, stratified)
-                        rest = np.setdiff1d(np.arange(len(y)), picked)
-                        est = prediction_powered(y[picked], f[picked], f[rest], 0.1, w, wu)
+                        picked, strata = audit_sample(rng, f, k, design != "random")
+                        est = estimate(design, y, f, picked, strata)
                         covered += est.ci[0] <= y.mean() <= est.ci[1]
                         only = est.labels_only_ci[1] - est.labels_only_ci[0]
                         ratios.append((est.ci[1] - est.ci[0]) / only)
@@ -54,7 +75,6 @@ def main() -> None:
                     cells.append(
                         f"{covered / args.draws:.3f} / {np.mean(ratios):.2f} / {np.mean(effective):.0f}"
                     )
-                design = "stratified" if stratified else "random"
                 print(f"| {design} | {k} | " + " | ".join(cells) + " |", flush=True)
 
 

@@ -530,19 +530,27 @@ def prediction_family(
 
 
 def audit_sample(rng: np.random.Generator, f: np.ndarray, k: int, stratified: bool):
-    """k audited tasks: at random, or 3/4 of them from the least confident quarter (weights 1/π for both sets)."""
+    """(picked, strata): k audited tasks, at random (strata None), or 3/4 of them from the least confident
+    quarter of f and the rest from the other tasks (strata: 0 or 1 for every task)."""
     n_tasks = len(f)
     if not stratified:
-        picked = rng.choice(n_tasks, k, replace=False)
-        return picked, None, None
-    low = f <= np.quantile(f, 0.25)
-    strata = [np.flatnonzero(low), np.flatnonzero(~low)]
+        return rng.choice(n_tasks, k, replace=False), None
+    strata = (f > np.quantile(f, 0.25)).astype(int)
     sizes = [3 * k // 4, k - 3 * k // 4]
-    picked = np.concatenate([rng.choice(s, m, replace=False) for s, m in zip(strata, sizes, strict=True)])
-    labelled = np.zeros(n_tasks, bool)
+    picked = np.concatenate(
+        [rng.choice(np.flatnonzero(strata == h), m, replace=False) for h, m in enumerate(sizes)]
+    )
+    return picked, strata
+
+
+def inclusion_weights(strata: np.ndarray, picked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(w, w_unlabelled): 1/π for the audited tasks (stratum size over its sample) and, for the others, stratum
+    size over its unlabelled count — the Hájek weights of `prediction_powered` without its strata."""
+    labelled = np.zeros(len(strata), bool)
     labelled[picked] = True
-    w_all = np.empty(n_tasks)
-    wu_all = np.empty(n_tasks)
-    for s, m in zip(strata, sizes, strict=True):
-        w_all[s], wu_all[s] = len(s) / m, len(s) / (len(s) - m)
-    return picked, w_all[picked], wu_all[~labelled]
+    w_all, wu_all = np.empty(len(strata)), np.empty(len(strata))
+    for h in np.unique(strata):
+        members = strata == h
+        m = int((members & labelled).sum())
+        w_all[members], wu_all[members] = members.sum() / m, members.sum() / (members.sum() - m)
+    return w_all[picked], wu_all[~labelled]
