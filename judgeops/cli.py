@@ -139,15 +139,18 @@ def cmd_audit_propose(args) -> int:
 def cmd_audit_apply(args) -> int:
     inputs = (args.votes, args.labels, args.method, args.truth, args.allow_partial_truth)
     out, summary = api.audit_apply(*inputs, args.target_error, args.delta)
+    failed = api.audit_gates(summary, args.fail_under)
     if args.out:
         _write(out, args.out)
     if args.json:
-        print(json.dumps(summary, default=float))
-        return 0
+        print(json.dumps({**summary, "gates_failed": failed}, default=float))
+        return 2 if failed else 0
     print("\n".join(api.audit_lines(summary)))
     if args.out:
         print(f"wrote {len(out)} predictions to {args.out}")
-    return 0
+    for line in failed:
+        print(line)
+    return 2 if failed else 0
 
 
 def cmd_label(args) -> int:

@@ -29,6 +29,10 @@ def audit_lines(summary: dict) -> list[str]:
     for head, score in summary["audit_accuracy"].items():
         loo = " (leave-one-out)" if head in audit.HEADS[1:] else ""
         out.append(f"  {head}: weighted accuracy on the audit {score:.3f}{loo}")
+    if "estimates" in summary:
+        from judgeops.tasks.aggregate.audited_estimates import estimate_lines
+
+        out += estimate_lines(summary)
     if "selective" in summary:
         sel = summary["selective"]
         if sel["threshold"] is None:
@@ -85,8 +89,18 @@ def audit_apply(
         if value is not None and not 0 < value < 1:
             raise InputError(f"{name} {value}: expected a number strictly between 0 and 1")
     votes = scoring.read_label_votes(votes_path)
+    if votes["worker"].nunique() < 2:
+        raise InputError(
+            f"{votes_path}: a panel of one judge ({votes['worker'].iloc[0]}): there is no consensus to audit; "
+            "score the judge against the labels with `judgeops aggregate --truth`"
+        )
     left_out: list[str] = []
     labels, weights, people = read_labels(labels_path, left_out.append)  # a filled csv, or the page's log
+    if len(labels) < 2:
+        raise InputError(
+            f"{labels_path}: only {len(labels)} label filled in: an audit needs at least 2 to say anything "
+            "(`audit propose --k` suggests how many)"
+        )
     stray = sorted(set(labels.index) - set(votes["task"].astype(str)), key=str)
     if stray:  # an audit of another panel, or a task id mistyped: it would be ignored in silence
         raise InputError(
@@ -114,3 +128,35 @@ def audit_apply(
         decided = chosen.where(chosen != "abstain")  # an abstention is no decision
         summary["scored"] = scoring.score_labels(decided, truth, space, truth_path)
     return out, summary
+
+
+def audit_gates(summary: dict, specs: list[str] | None) -> list[str]:
+    """The `--fail-under NAME=VALUE` gates of `audit apply` that fail (one line each; [] where all pass). NAME is
+    consensus_accuracy, first_share or a judge's name (its accuracy), with `_lo` for the interval's lower end;
+    a malformed gate or an unknown name is a GateError (exit 2, one line)."""
+    from judgeops.api.gates import GateError, parse_fail_under
+
+    gates = {}
+    for spec in specs or []:  # parse_fail_under's message names the run's form; this command's is NAME=VALUE
+        try:
+            gates.update(parse_fail_under([spec]))
+        except GateError:
+            raise GateError(f"--fail-under {spec!r}: expected NAME=VALUE with a value in [0, 1]") from None
+    if not gates:
+        return []
+    estimates = summary.get("estimates")
+    if estimates is None:
+        raise GateError("--fail-under: this audit has no usable label, so there is no estimate to gate on")
+    named = {"consensus_accuracy": estimates["consensus_accuracy"], "first_share": estimates["first_share"]}
+    named.update({judge: e["accuracy"] for judge, e in estimates["judges"].items()})
+    failed = []
+    for name, minimum in gates.items():
+        base, low = (name[:-3], True) if name.endswith("_lo") and name[:-3] in named else (name, False)
+        if base not in named:
+            known = ", ".join(sorted(named))
+            raise GateError(f"--fail-under {name}: no estimate has that name; known: {known} (each with _lo)")
+        value = named[base]["ci"][0] if low else named[base]["estimate"]
+        if value < minimum:
+            what = f"the 90 % interval's lower end of {base}" if low else base
+            failed.append(f"gate failed: {what} is {value:.3f}, under {minimum}")
+    return failed

@@ -408,6 +408,8 @@ def refit(
         # did on each audited task without its label
         "confidence": pd.Series(np.where(decided == classes[0], p_first, 1.0 - p_first), index=x_frame.index),
         "audit_hits": pd.Series(blind_hits, index=labels.index),
+        # the label-free posterior of the first class on every task (audited_estimates.py: its predictions)
+        "p_first": p_first,
         "audited": labels,
         "weights": pd.Series(w, index=labels.index),
         # the consensus of each method that never saw the labels (agreement.judge_vs_human): method → labels

@@ -206,24 +206,11 @@ def _stratified(y, f, fu, alpha, strata, strata_unlabelled, bounds) -> Estimate:
 
     def form(lam: float) -> tuple[float, float, float]:
         """(estimate, variance, Satterthwaite's degrees of freedom) at λ."""
-        residual = y - lam * f
-        pooled = np.var(residual, ddof=1)
-        estimate, variance, terms = 0.0, 0.0, []
+        estimate, variance, df = _rectifier(y - lam * f, y, lam * f, strata, names, share, bounds)
         for h, s in zip(names, share, strict=True):
-            r, fh = residual[strata == h], fu[strata_unlabelled == h]
-            spread = max(np.var(r, ddof=1) if len(r) > 1 else 0.0, pooled)
-            if len(r) < 2 or np.ptp(y[strata == h]) == 0:
-                # no label in it differs: Agresti–Caffo's pseudo-labels, one Y = 0 and one Y = 1 at the
-                # stratum's mean prediction (a stratum whose labels all agree is not known exactly)
-                centre = lam * f[strata == h].mean()
-                pseudo = np.concatenate([r, [bounds[0] - centre, bounds[1] - centre]])
-                spread = max(spread, np.var(pseudo, ddof=1))
-            estimate += s * ((lam * fh.mean() if len(fh) else 0.0) + r.mean())
-            if len(fh) > 1:
-                variance += s**2 * lam**2 * np.var(fh, ddof=1) / len(fh)
-            variance += s**2 * spread / len(r)
-            terms.append((s**2 * spread / len(r), max(len(r) - 1, 1)))
-        df = sum(t for t, _ in terms) ** 2 / sum(t**2 / d for t, d in terms)
+            fh = fu[strata_unlabelled == h]
+            estimate += s * lam * fh.mean() if len(fh) else 0.0
+            variance += s**2 * lam**2 * np.var(fh, ddof=1) / len(fh) if len(fh) > 1 else 0.0
         return estimate, variance, df
 
     lam = tuned_lambda(y, f, fu, w, _stratum_weights(strata_unlabelled, names, share))
@@ -243,6 +230,74 @@ def _stratified(y, f, fu, alpha, strata, strata_unlabelled, bounds) -> Estimate:
         effective,
         lam,
         f"prediction-powered (stratified PPI++, {len(names)} strata)",
+    )
+
+
+def _rectifier(residual, y, prediction, strata, names, share, bounds) -> tuple[float, float, float]:
+    """Σ_h W_h mean_h(residual), its variance Σ_h W_h² s̃²_h / n_h with the floors of the module's docstring, and
+    Satterthwaite's degrees of freedom for it."""
+    pooled = np.var(residual, ddof=1)
+    estimate, terms = 0.0, []
+    for h, s in zip(names, share, strict=True):
+        r = residual[strata == h]
+        spread = max(np.var(r, ddof=1) if len(r) > 1 else 0.0, pooled)
+        if len(r) < 2 or np.ptp(y[strata == h]) == 0:
+            # no label in it differs: Agresti–Caffo's pseudo-labels, one Y = 0 and one Y = 1 at the stratum's
+            # mean prediction (a stratum whose labels all agree is not known exactly)
+            centre = prediction[strata == h].mean()
+            spread = max(
+                spread, np.var(np.concatenate([r, [bounds[0] - centre, bounds[1] - centre]]), ddof=1)
+            )
+        estimate += s * r.mean()
+        terms.append((s**2 * spread / len(r), max(len(r) - 1, 1)))
+    variance = sum(t for t, _ in terms)
+    df = variance**2 / sum(t**2 / d for t, d in terms) if variance > 0 else 1.0
+    return estimate, variance, df
+
+
+def workload_mean(y, f, f_all, weights=None, alpha: float = 0.1, bounds=(0.0, 1.0)) -> Estimate:
+    """The mean of Y over a finite workload: every task's prediction f is known (`f_all`, the audited tasks' too),
+    Y on the audited ones (`y`, `f`), drawn with inverse inclusion weights `weights` (`audit propose`'s: a
+    stratum's size over its sample; None: a simple random sample).
+
+    The mean of λ f over the workload is then known exactly, and only the rectifier is estimated:
+    θ̂ = λ mean_all(f) + Σ_h W_h mean_h(Y − λ f), with the variance of `_rectifier` (the strata's floors). The
+    strata are read off the weights (the tasks of one stratum share its weight; two strata sampled at the same
+    rate are taken as one, which only forgoes a little precision) and W_h is the Hájek share Σ_h w / Σ w. The
+    finite-population correction is left out (conservative). Fewer than MIN_NORMAL labels, or labels that all
+    agree: the exact labels-only interval."""
+    y, f, fa = (np.asarray(a, dtype=float) for a in (y, f, f_all))
+    n = len(y)
+    if n == 0 or len(f) != n or len(fa) < n:
+        raise ValueError(
+            "workload_mean: audited tasks with a prediction each, among the workload's, are needed"
+        )
+    w = _weights(weights, n)
+    exact, labels_mean = labels_only_interval(y, alpha, w), float((w * y).mean())
+    if n < MIN_NORMAL:
+        return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
+    lam = tuned_lambda(y, f, fa, w)
+    if np.ptp(y) == 0 or np.ptp(y - lam * f) == 0:
+        return Estimate(labels_mean, exact, exact, n, float(n), 0.0, "labels only (exact): no variation")
+    strata = np.round(w, 9)
+    names = np.unique(strata)
+    share = np.array([w[strata == h].sum() for h in names]) / w.sum()
+    clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
+    rect, sigma2, df = _rectifier(y - lam * f, y, lam * f, strata, names, share, bounds)
+    only, only_sigma2, only_df = _rectifier(y, y, np.zeros(n), strata, names, share, bounds)
+    estimate = lam * fa.mean() + rect
+    half = stats.t.ppf(1 - alpha / 2, df) * math.sqrt(sigma2)
+    only_half = stats.t.ppf(1 - alpha / 2, only_df) * math.sqrt(only_sigma2)
+    effective = float(n * only_sigma2 / sigma2) if sigma2 > 0 else float(n)
+    method = "prediction-powered (PPI++" + (f", {len(names)} strata)" if len(names) > 1 else ")")
+    return Estimate(
+        clip(estimate),
+        (clip(estimate - half), clip(estimate + half)),
+        (clip(only - only_half), clip(only + only_half)),
+        n,
+        effective,
+        lam,
+        method,
     )
 
 

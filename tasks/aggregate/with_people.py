@@ -37,6 +37,11 @@ def check_with_people(
         "audit_accuracy": result["scores"],
         "human_agreement": [finite(r) for r in rows.to_dict(orient="records")],
     }
+    if result["n_labels"]:
+        from judgeops.tasks.aggregate._base import binary_classes
+        from judgeops.tasks.aggregate.audited_estimates import audited_estimates
+
+        summary.update(audited_estimates(votes, result, binary_classes(votes["label"], None, "audit")))
     if people is not None and people["annotator"].nunique() > 1:
         summary["annotators"] = finite(annotators(people[["task", "annotator", "label"]])[0].as_dict())
     chosen = refit = result["labels"]

@@ -1,0 +1,142 @@
+"""The numbers a team quotes after an audit, each prediction-powered (prediction_powered.workload_mean): a few
+labels correct the panel's own predictions on every task, and the interval stays valid whatever those predictions
+are worth.
+
+- `consensus_accuracy`: the share of the workload's tasks on which the consensus `audit apply --out` writes is
+  right. The audited tasks keep their labels (right by construction); on the others it is the refit head's
+  decision. Y on an audited task is whether the head decides it right without that task's label (its left-out or
+  cross-fitted hit: `audit.refit`'s `audit_hits`), f the label-free posterior of the head's decision. The head's
+  accuracy θ over the workload is estimated, and the consensus's is n/N + (1 − n/N) θ (an affine map of θ and its
+  interval).
+- `judges.<name>.accuracy`: the share of the judge's votes (each run of it a vote) that are right. Per task, Y is
+  the share of its votes there that match the label, f the mean over those votes of the label-free posterior
+  that the truth is what it voted; the estimate is the mean over the tasks it voted on (the share of its votes
+  where each task has as many).
+- `first_share`: the share of tasks whose truth is the first class (a pairwise set: how often the first
+  candidate is the better one), Y = [label is that class], f = the label-free posterior of it.
+
+The predictions f never see the labels (the label-free consensus is fitted on the votes alone), which is what
+makes the correction unbiased. The audit's weights (`audit propose`: a stratum's size over its sample) make the
+estimate stand for the whole workload, not the strata the audit favoured.
+
+`label_budget`: for each, how many labels in all would make its 90 % interval ± `half_width` (None: no number of
+labels would, the predictions' own variance is already wider).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from judgeops.tasks.aggregate.prediction_powered import Estimate, label_budget, workload_mean
+
+HALF_WIDTH = 0.03
+
+
+def audited_estimates(
+    votes: pd.DataFrame, result: dict, classes: tuple, alpha: float = 0.1, half_width: float = HALF_WIDTH
+) -> dict:
+    """{"estimates": {"consensus_accuracy", "judges": {name: {"accuracy"}}, "first_share"}, each an
+    Estimate.to_dict(); "label_budget": {the same names: labels in all for ± half_width}, "half_width", "alpha",
+    "first_class"} from `audit.refit`'s result on `votes`."""
+    named = lambda series: series.set_axis(series.index.astype(str))  # noqa: E731 - task ids as text, as in a file
+    audited = named(result["audited"]).astype(str)
+    weights = named(result["weights"]).reindex(audited.index).astype(float)
+    p_first = named(result["p_first"]).astype(float)
+    tasks = p_first.index
+    n_tasks = len(tasks)
+    estimates: dict = {"judges": {}}
+    budget: dict = {"judges": {}}
+
+    # the consensus: the head's blind hits on the audited tasks, the posterior of its decision everywhere
+    hits = named(result["audit_hits"]).reindex(audited.index).astype(float)
+    known = hits.notna()
+    confidence = named(result["confidence"]).reindex(tasks).astype(float)
+    f_labelled = confidence.reindex(audited.index[known]).to_numpy()
+    head = workload_mean(hits[known].to_numpy(), f_labelled, confidence.to_numpy(), weights[known], alpha)
+    share = len(audited) / n_tasks  # the audited tasks: right by construction in what --out writes
+    lift = lambda v: share + (1 - share) * v  # noqa: E731
+    consensus = Estimate(
+        lift(head.estimate),
+        (lift(head.ci[0]), lift(head.ci[1])),
+        (lift(head.labels_only_ci[0]), lift(head.labels_only_ci[1])),
+        head.n_labels,
+        head.effective_labels,
+        head.lam,
+        head.method + "; audited tasks keep their labels",
+    )
+    estimates["consensus_accuracy"] = consensus.to_dict()
+    # the head's half-width scales by (1 - share) in the consensus's
+    budget["consensus_accuracy"] = label_budget(
+        half_width / max(1 - share, 1e-9), alpha, hits[known].to_numpy(), f_labelled, confidence.to_numpy()
+    )
+
+    # each judge: per task, the share of its votes that are right and the posterior that they are
+    frame = votes.dropna(subset=["task", "worker", "label"])
+    frame = frame.assign(task=frame["task"].astype(str), label=frame["label"].astype(str))
+    truth_first = p_first.reindex(frame["task"]).to_numpy()
+    frame = frame.assign(
+        believed=np.where(
+            frame["label"] == str(classes[0]),
+            truth_first,
+            np.where(frame["label"] == str(classes[1]), 1 - truth_first, 0.0),
+        ),
+        right=(frame["label"] == frame["task"].map(audited)).astype(float),
+    )
+    for judge, rows in frame.groupby("worker", sort=True):
+        per_task = rows.groupby("task").agg(f=("believed", "mean"), y=("right", "mean"))
+        labelled = per_task.index.intersection(audited.index)
+        if len(labelled) == 0:
+            continue
+        y, f = per_task.loc[labelled, "y"].to_numpy(), per_task.loc[labelled, "f"].to_numpy()
+        est = workload_mean(y, f, per_task["f"].to_numpy(), weights.reindex(labelled), alpha)
+        estimates["judges"][str(judge)] = {"accuracy": est.to_dict()}
+        budget["judges"][str(judge)] = label_budget(half_width, alpha, y, f, per_task["f"].to_numpy())
+
+    # the workload's own quantity: how often the truth is the first class
+    y = (audited == str(classes[0])).astype(float).to_numpy()
+    f = p_first.reindex(audited.index).to_numpy()
+    estimates["first_share"] = workload_mean(y, f, p_first.to_numpy(), weights, alpha).to_dict()
+    budget["first_share"] = label_budget(half_width, alpha, y, f, p_first.to_numpy())
+    return {
+        "estimates": estimates,
+        "label_budget": budget,
+        "half_width": half_width,
+        "alpha": alpha,
+        "first_class": str(classes[0]),
+    }
+
+
+def estimate_lines(block: dict) -> list[str]:
+    """`audited_estimates`'s numbers as a person reads them: one line each, with where it came from."""
+    level = round(100 * (1 - block["alpha"]))
+    est, budget = block["estimates"], block["label_budget"]
+
+    def line(name: str, e: dict, need) -> str:
+        if (e["ci"][1] - e["ci"][0]) / 2 <= block["half_width"]:
+            more = "reached"
+        else:
+            more = (
+                "no number of labels reaches it"
+                if need is None
+                else f"about {max(need, e['n_labels'] + 1)} labels in all"
+            )
+        return (
+            f"  {name}: {e['estimate']:.3f} [{e['ci'][0]:.3f}, {e['ci'][1]:.3f}] ({level} %; labels alone "
+            f"[{e['labels_only_ci'][0]:.3f}, {e['labels_only_ci'][1]:.3f}]; the verdicts were worth "
+            f"{e['effective_labels']:.0f} labels; ± {block['half_width']}: {more})"
+        )
+
+    first = est["consensus_accuracy"]
+    out = [f"estimates from {first['n_labels']} labels and every task's verdicts ({first['method']}):"]
+    out.append(line("consensus accuracy", first, budget["consensus_accuracy"]))
+    for judge, e in est["judges"].items():
+        out.append(line(f"judge {judge} accuracy", e["accuracy"], budget["judges"].get(judge)))
+    out.append(
+        line(
+            f"share of tasks whose truth is {block['first_class']!r}",
+            est["first_share"],
+            budget["first_share"],
+        )
+    )
+    return out
