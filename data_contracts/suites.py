@@ -353,6 +353,26 @@ def audit_summary_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     ]
 
 
+def estimates_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
+    return [
+        *_keys("quantity", "who"),
+        _in("quantity", {"consensus_accuracy", "judge_accuracy", "first_share"}),
+        *[
+            _probability(c)
+            for c in ("estimate", "ci_low", "ci_high", "labels_only_low", "labels_only_high", "half_width")
+        ],
+        # an interval holds its estimate, and is never a point
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="estimate", column_B="ci_low", or_equal=True, meta=STOP
+        ),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="ci_high", column_B="estimate", or_equal=True, meta=STOP
+        ),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="ci_low", meta=STOP),
+        gxe.ExpectColumnValuesToBeBetween(column="n_labels", min_value=2, meta=STOP),
+    ]
+
+
 SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "items": items_suite,
     "pairs": pairs_suite,
@@ -373,5 +393,6 @@ SUITES: dict[str, Callable[[Mapping[str, pd.DataFrame]], Suite]] = {
     "audit": audit_suite,
     "human_agreement": human_agreement_suite,
     "audit_summary": audit_summary_suite,
+    "estimates": estimates_suite,
     "audit_labels": audit_labels_suite,
 }

@@ -464,6 +464,31 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             "the run's audit in one row: labels in, the people's agreement, the refit and selective consensus",
         ),
         ArtifactSchema(
+            "estimates",
+            1,
+            _s(
+                pa.field(
+                    "quantity", _STR, nullable=False
+                ),  # consensus_accuracy | judge_accuracy | first_share
+                pa.field(
+                    "who", _STR, nullable=False
+                ),  # the judge; the class for first_share; '' the consensus
+                pa.field("estimate", _F),
+                pa.field("ci_low", _F),  # the 90 % prediction-powered interval
+                pa.field("ci_high", _F),
+                pa.field("labels_only_low", _F),  # the labels alone, same labels and design
+                pa.field("labels_only_high", _F),
+                pa.field("n_labels", pa.int64()),
+                pa.field("effective_labels", _F),  # what the verdicts were worth in labels
+                pa.field("method", _STR),
+                pa.field("label_budget", pa.int64()),  # labels in all for ± half_width; null: none would do
+                pa.field("half_width", _F),
+            ),
+            ("quantity", "who"),
+            "the audit's prediction-powered estimates: the consensus's and every judge's accuracy on the whole "
+            "workload, and the first class's share (tasks/aggregate/audited_estimates.py)",
+        ),
+        ArtifactSchema(
             "audit_labels",
             1,
             _s(

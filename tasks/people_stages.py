@@ -138,4 +138,14 @@ def people_stage(
         key="human-agreement",
         description=f"judges and consensus against people's labels on {n} audited tasks (weighted; 90 % intervals)",
     )
+    if "estimates" in refs:
+        estimates = store.read_pandas(refs["estimates"])
+        create_table_artifact(
+            table=estimates.round(4).astype(object).where(estimates.notna(), None).to_dict("records"),
+            key="estimates",
+            description=(
+                f"prediction-powered accuracies on the whole workload from {n} labels and every verdict "
+                "(90 % intervals; label_budget: labels in all for ± half_width)"
+            ),
+        )
     return refs

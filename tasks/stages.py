@@ -124,6 +124,7 @@ REPORT_INPUTS = (
     "aggregation_notes",
     "human_agreement",  # the run's audit, where people labelled it (people_stages.py)
     "audit_summary",
+    "estimates",
 )
 
 

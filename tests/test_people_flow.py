@@ -92,8 +92,16 @@ def test_a_later_run_uses_the_labels_people_gave_an_earlier_runs_audit(prefect_s
     agreement = later.read_pandas("human_agreement")
     assert set(agreement["kind"]) == {"judge", "consensus"}
     assert (agreement.loc[agreement["kind"] == "consensus", "n_tasks"] == 5).all()  # a judge: where it voted
+    # the numbers a team quotes, on the whole workload: 5 labels are too few for the normal interval, so each is
+    # the exact labels-only one (tasks/aggregate/prediction_powered.py), never zero wide
+    estimates = later.read_pandas("estimates").set_index(["quantity", "who"])
+    consensus = estimates.loc[("consensus_accuracy", "")]
+    assert consensus["n_labels"] == 5 and consensus["method"].startswith("labels only (exact)")
+    assert consensus["ci_low"] <= consensus["estimate"] <= consensus["ci_high"] and consensus["ci_low"] < 0.9
+    assert ("first_share", "A") in estimates.index
     report = (tmp_path / "store" / "runs" / second.run_id / "report.html").read_text()
     assert 'id="human-agreement"' in report and "5 of 6 audited tasks labelled by 2 annotator(s)" in report
+    assert 'id="summary-estimates">On the whole workload, the consensus is right on' in report
     run_summary = api.summary(api.get_run(second.run_id, url))
     assert run_summary["audit"]["n_labels"] == 5 and len(run_summary["audit"]["human_agreement"]) == len(
         agreement
@@ -102,7 +110,12 @@ def test_a_later_run_uses_the_labels_people_gave_an_earlier_runs_audit(prefect_s
         published = client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["human-agreement"]))
         )
+        shown = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["estimates"]))
+        )
     assert published and published[0].type == "table"
+    assert shown and shown[0].type == "table" and "consensus_accuracy" in str(shown[0].data)
+    assert {r["quantity"] for r in run_summary["audit"]["estimates"]} >= {"consensus_accuracy", "first_share"}
 
 
 def test_a_run_told_to_wait_polls_the_label_log_until_its_audit_is_labelled(prefect_server, tmp_path):

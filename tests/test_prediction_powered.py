@@ -126,6 +126,11 @@ def test_a_handful_of_labels_gets_the_exact_labels_only_interval_never_zero_wide
         assert est.ci[1] == 1.0 and est.ci[0] < 0.85  # 5 of 5: [0.55, 1] at 90 %
     low, high = labels_only_interval(np.array([1.0, 0, 1, 1]))
     assert 0 < low < 0.75 < high < 1
+    # a share (a position-biased judge right on exactly one of each task's two votes): no variation, yet no
+    # zero-width interval — the run's data contract refused [0.5, 0.5] (data_contracts/suites.py, estimates)
+    halves = prediction_powered(np.full(30, 0.5), np.full(30, 0.7), np.full(300, 0.7))
+    assert halves.method == "labels only (exact): no variation"
+    assert halves.ci[0] < 0.4 and halves.ci[1] > 0.6
 
 
 def test_the_label_budget_reaches_the_half_width_it_promises():

@@ -140,7 +140,15 @@ def _audit(run: Run) -> dict | None:
     def clean(d: dict) -> dict:
         return {k: (None if pd.isna(v) else v.item() if hasattr(v, "item") else v) for k, v in d.items()}
 
-    return {**clean(row), "human_agreement": [clean(r) for r in agreement.to_dict("records")]}
+    try:
+        estimates = [clean(r) for r in run.load("estimates").to_dict("records")]
+    except Exception:  # noqa: BLE001 - fewer than 2 labels, or a run from before the estimates
+        estimates = []
+    return {
+        **clean(row),
+        "human_agreement": [clean(r) for r in agreement.to_dict("records")],
+        "estimates": estimates,
+    }
 
 
 def _identifiability(notes: pd.DataFrame) -> dict | None:

@@ -86,7 +86,7 @@ def audited_estimates(
     for judge, rows in frame.groupby("worker", sort=True):
         per_task = rows.groupby("task").agg(f=("believed", "mean"), y=("right", "mean"))
         labelled = per_task.index.intersection(audited.index)
-        if len(labelled) == 0:
+        if len(labelled) < 2:  # a judge that voted on fewer audited tasks gets no number
             continue
         y, f = per_task.loc[labelled, "y"].to_numpy(), per_task.loc[labelled, "f"].to_numpy()
         est = workload_mean(y, f, per_task["f"].to_numpy(), weights.reindex(labelled), alpha)
@@ -105,6 +105,41 @@ def audited_estimates(
         "alpha": alpha,
         "first_class": str(classes[0]),
     }
+
+
+QUANTITIES = ("consensus_accuracy", "judge_accuracy", "first_share")
+
+
+def estimate_rows(block: dict) -> pd.DataFrame:
+    """`audited_estimates`'s numbers as a table (the run's `estimates` artifact): quantity (QUANTITIES), who (the
+    judge; the class for first_share; '' for the consensus), estimate, ci_low, ci_high, labels_only_low,
+    labels_only_high, n_labels, effective_labels, method, label_budget (labels in all for ± half_width; null
+    where none would do), half_width."""
+    est, budget = block["estimates"], block["label_budget"]
+    named = [("consensus_accuracy", "", est["consensus_accuracy"], budget["consensus_accuracy"])]
+    named += [
+        ("judge_accuracy", judge, e["accuracy"], budget["judges"].get(judge))
+        for judge, e in est["judges"].items()
+    ]
+    named.append(("first_share", block["first_class"], est["first_share"], budget["first_share"]))
+    rows = [
+        {
+            "quantity": quantity,
+            "who": who,
+            "estimate": e["estimate"],
+            "ci_low": e["ci"][0],
+            "ci_high": e["ci"][1],
+            "labels_only_low": e["labels_only_ci"][0],
+            "labels_only_high": e["labels_only_ci"][1],
+            "n_labels": e["n_labels"],
+            "effective_labels": e["effective_labels"],
+            "method": e["method"],
+            "label_budget": need,
+            "half_width": block["half_width"],
+        }
+        for quantity, who, e, need in named
+    ]
+    return pd.DataFrame(rows).astype({"label_budget": "Int64"})
 
 
 def estimate_lines(block: dict) -> list[str]:

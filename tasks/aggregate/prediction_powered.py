@@ -123,13 +123,15 @@ def ppi_mean(y, f, f_unlabelled, alpha: float = 0.1, w=None, w_unlabelled=None, 
 
 
 def labels_only_interval(y, alpha: float = 0.1, w=None) -> tuple[float, float]:
-    """The labels-only interval of a mean at level 1 − α: Clopper–Pearson for a 0/1 quantity (with weights, at
-    Kish's effective sample size), a t interval otherwise. Never zero wide where there are labels."""
+    """The labels-only interval of a mean at level 1 − α: Clopper–Pearson for a quantity in [0, 1] (with weights,
+    at Kish's effective sample size), a t interval otherwise. Never zero wide where there are labels. For a share
+    (a judge's votes right on a task: 0, 1/2, 1) it is conservative: a [0, 1] quantity's variance is at most
+    μ(1 − μ), the Bernoulli's, and a judge right on exactly half of every task's votes must not get [0.5, 0.5]."""
     y = np.asarray(y, dtype=float)
     n = len(y)
     w = _weights(w, n)
     mean = float((w * y).mean())
-    if np.isin(y, (0.0, 1.0)).all():
+    if ((y >= 0.0) & (y <= 1.0)).all():
         n_eff = n / float((w**2).mean())  # Kish: what unequal weights leave of n
         k = mean * n_eff
         low = stats.beta.ppf(alpha / 2, k, n_eff - k + 1) if k > 0 else 0.0

@@ -163,8 +163,9 @@ def check_run_with_people(
     delta: float = 0.1,
 ) -> dict[str, pd.DataFrame]:
     """The people stage's artifacts: `audit_labels` (the labels used), `human_agreement` (every judge and label-free
-    consensus against them) and `audit_summary` (one row: the people's agreement, the refit consensus and, with a
-    target error, the selective one — each also scored on judgerEva's answers where the pairs know them)."""
+    consensus against them), `audit_summary` (one row: the people's agreement, the refit consensus and, with a
+    target error, the selective one — each also scored on judgerEva's answers where the pairs know them) and
+    `estimates` (the prediction-powered accuracies of the consensus and every judge on the whole workload)."""
     from judgeops.tasks.aggregate.scoring import parse_audit_labels
     from judgeops.tasks.aggregate.selective import ABSTAIN
     from judgeops.tasks.aggregate.with_people import check_with_people
@@ -201,8 +202,13 @@ def check_run_with_people(
             else None
         ),
     }
-    return {
+    out = {
         "audit_labels": labels[log.COLUMNS],
         "human_agreement": pd.DataFrame(summary["human_agreement"]),
         "audit_summary": pd.DataFrame([row]),
     }
+    if "estimates" in summary:  # from 2 usable labels on
+        from judgeops.tasks.aggregate.audited_estimates import estimate_rows
+
+        out["estimates"] = estimate_rows(summary)
+    return out

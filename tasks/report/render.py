@@ -113,7 +113,9 @@ def render_report(
         consistency_table=consistency_table(tables.get("consistency"), judges_only),
         injection_table=injection_table(tables.get("robustness")),
         auto=auto,
-        people=people_section(tables.get("human_agreement"), tables.get("audit_summary")),
+        people=people_section(
+            tables.get("human_agreement"), tables.get("audit_summary"), tables.get("estimates")
+        ),
         summary=summary(overall, auto, tables.get("aggregation_notes"), tables.get("coverage")),
         notes_table=notes_table(tables.get("aggregation_notes"), overall),
         bias_chart=bias_matrix_chart(bias) if has_bias else None,

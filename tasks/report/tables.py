@@ -279,9 +279,39 @@ def calibration_table(calibration: pd.DataFrame) -> str:
     return table.to_html(index=False, classes="grid", float_format="%.3f")
 
 
-def people_section(agreement: pd.DataFrame | None, audit: pd.DataFrame | None) -> dict | None:
+def estimate_sentences(estimates: pd.DataFrame | None) -> list[str]:
+    """One sentence per prediction-powered number of the audit (the `estimates` artifact), the consensus first:
+    the estimate, its 90 % interval, where it came from, and how many labels would make it ± half_width."""
+    if estimates is None or estimates.empty:
+        return []
+    out = []
+    for r in estimates.itertuples():
+        what = {
+            "consensus_accuracy": "the consensus is right on",
+            "judge_accuracy": f"judge {r.who}'s votes are right on",
+            "first_share": f"the truth is {r.who!r} on",
+        }[r.quantity]
+        whose = "of its votes" if r.quantity == "judge_accuracy" else "of the workload's tasks"
+        if (r.ci_high - r.ci_low) / 2 <= r.half_width:
+            budget = f"within ± {r.half_width:g} already"
+        elif pd.isna(r.label_budget):
+            budget = f"no number of labels makes it ± {r.half_width:g}"
+        else:
+            budget = f"about {max(int(r.label_budget), int(r.n_labels) + 1)} labels in all make it ± {r.half_width:g}"
+        out.append(
+            f"{what} {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] {whose} (90 %, {r.method}, from "
+            f"{int(r.n_labels)} labels and every verdict, worth {r.effective_labels:.0f} labels; labels alone "
+            f"[{r.labels_only_low:.3f}, {r.labels_only_high:.3f}]); {budget}"
+        )
+    return out
+
+
+def people_section(
+    agreement: pd.DataFrame | None, audit: pd.DataFrame | None, estimates: pd.DataFrame | None = None
+) -> dict | None:
     """The run's audit as the report shows it: one line on the labels and the consensus they checked, the
-    selective consensus with its certified error rate, and the judges and consensus against people (table)."""
+    selective consensus with its certified error rate, the prediction-powered estimates (one sentence each),
+    and the judges and consensus against people (table)."""
     if audit is None or audit.empty:
         return None
     a = audit.iloc[0]
@@ -317,4 +347,4 @@ def people_section(agreement: pd.DataFrame | None, audit: pd.DataFrame | None) -
             ],
         )[["kind", "who", "n_tasks", "accuracy", "kappa"]]
         table = shown.to_html(index=False, classes="grid")
-    return {"line": line, "selective": selective, "table": table}
+    return {"line": line, "selective": selective, "table": table, "estimates": estimate_sentences(estimates)}
