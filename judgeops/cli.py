@@ -145,11 +145,8 @@ def cmd_audit_apply(args) -> int:
     if args.json:
         print(json.dumps({**summary, "gates_failed": failed}, default=float))
         return 2 if failed else 0
-    print("\n".join(api.audit_lines(summary)))
-    if args.out:
-        print(f"wrote {len(out)} predictions to {args.out}")
-    for line in failed:
-        print(line)
+    wrote = [f"wrote {len(out)} predictions to {args.out}"] if args.out else []
+    print("\n".join([*api.audit_lines(summary), *wrote, *failed]))
     return 2 if failed else 0
 
 

@@ -12,7 +12,14 @@ import pytest
 
 from judgeops.cli import main
 from judgeops.tasks.aggregate import get_aggregator
-from judgeops.tasks.aggregate.estimate import audit_size, consensus_accuracy, identifiability, judge_accuracy
+from judgeops.tasks.aggregate.estimate import (
+    audit_size,
+    consensus_accuracy,
+    identifiability,
+    judge_accuracy,
+    label_free_text,
+    withheld,
+)
 from judgeops.tasks.aggregate.synthetic import Panel, make_panel
 
 warnings.filterwarnings("ignore", category=UserWarning)
@@ -163,7 +170,10 @@ def test_aggregate_json_prints_the_estimate_for_the_method_run(tmp_path, capsys)
         assert main(["aggregate", str(path), "--method", method, "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         low, high = out["estimated_accuracy_ci"]
-        assert 0 <= low <= out["estimated_accuracy"] <= high <= 1
+        # a 0.14-wide interval: bounds, the reason, the labels that would make a number; no point estimate
+        assert out["estimated_accuracy"] is None and 0 <= low < high <= 1 and high - low > 0.10
+        assert out["estimated_accuracy_withheld"].startswith("its 90 % interval is 0.1")
+        assert out["label_budget"] > 100
         assert set(out["identifiability"]) == {
             "effective_judges",
             "identifiable",
@@ -174,7 +184,20 @@ def test_aggregate_json_prints_the_estimate_for_the_method_run(tmp_path, capsys)
         }
         assert set(out["judges_estimated_accuracy"]) == set(panel.votes["worker"])
     assert main(["aggregate", str(path), "--method", "auto"]) == 0
-    assert "accuracy estimated without labels: 0.9" in capsys.readouterr().out
+    assert "accuracy: between 0.8" in capsys.readouterr().out
+
+
+def test_a_label_free_accuracy_is_a_number_only_where_it_can_be_read_as_one():
+    """Issue 46: a 50-point interval gates nothing, and the point estimate is the number people read."""
+    assert withheld(0.90, 0.95) is None
+    assert label_free_text(0.93, 0.90, 0.95) == "0.930 [0.900, 0.950] estimated without labels (90 %)"
+    assert withheld(0.46, 0.99) == "its 90 % interval is 0.53 wide, over 0.10"
+    assert withheld(0.90, 0.95, "a clique") == "the votes alone cannot pin it down (identifiability warning)"
+    text = label_free_text(0.98, 0.46, 0.99, None)
+    assert text.startswith("between 0.460 and 0.990 without labels, no point estimate") and "0.98" not in text
+    assert (
+        "about 752 audited labels make it ± 0.03" in text
+    )  # the labels-only worst case, p = 1/2 in the interval
 
 
 def test_scores_say_why_no_estimate(tmp_path, capsys):

@@ -33,12 +33,8 @@ ALLOWED = {
     "aggregate": {"package", "schemas", "plugins"},  # parameters come from the caller, not the config model
     "profile": {"package", "schemas", "config"},
     "drift": {"package", "schemas", "config", "aggregate"},  # calibration reuses WMV's error counts
-    "report": {
-        "package",
-        "schemas",
-        "construct",
-        "profile",
-    },  # renders their artifacts with their definitions
+    # renders their artifacts with their definitions; aggregate: what a label-free estimate may be quoted as
+    "report": {"package", "schemas", "construct", "profile", "aggregate"},
     "runner": {"package", "schemas", "data_contracts", "log"},
     # the annotation page: checks answers by the labels contract, measures agreement, marks the planted edit
     "labelling": {"package", "schemas", "data_contracts", "aggregate", "report"},

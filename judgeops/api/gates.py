@@ -62,16 +62,12 @@ def summary(run: Run, fail_under: dict[str, float] | None = None, fail_on: list[
         for judge, row in cov.iterrows()
     }
     notes = _notes(run)
+    ident = _identifiability(notes) or {}
     consensus = {
         judge.removeprefix(PANEL_PREFIX): {
             "accuracy": _number(overall, judge, "estimate"),
             "ci": [_number(overall, judge, "ci_low"), _number(overall, judge, "ci_high")],
-            # without labels (tasks/aggregate/estimate.py), beside judgerEva's accuracy with its planted labels
-            "estimated_accuracy": _number(notes, judge.removeprefix(PANEL_PREFIX), "estimated_accuracy"),
-            "estimated_accuracy_ci": [
-                _number(notes, judge.removeprefix(PANEL_PREFIX), "estimated_ci_low"),
-                _number(notes, judge.removeprefix(PANEL_PREFIX), "estimated_ci_high"),
-            ],
+            **_label_free(notes, judge.removeprefix(PANEL_PREFIX), ident.get("warning")),
         }
         for judge in overall.index
         if judge.startswith(PANEL_PREFIX)
@@ -98,16 +94,49 @@ def summary(run: Run, fail_under: dict[str, float] | None = None, fail_on: list[
     }
 
 
+def _label_free(notes: pd.DataFrame, method: str, auto_warning: str | None) -> dict:
+    """A consensus method's accuracy estimated without labels (tasks/aggregate/estimate.py), beside judgerEva's
+    measured one: `estimated_accuracy` null where it must not be read as a number (estimate.withheld: auto's
+    identifiability warning or the method's own, or an interval over 0.10 wide), the bounds kept, the reason,
+    and the text the run prints."""
+    from judgeops.tasks.aggregate.estimate import label_free_text, withheld
+
+    estimate = _number(notes, method, "estimated_accuracy")
+    low, high = _number(notes, method, "estimated_ci_low"), _number(notes, method, "estimated_ci_high")
+    if estimate is None or low is None or high is None:
+        return {"estimated_accuracy": None, "estimated_accuracy_ci": [low, high]}
+    own = notes.at[method, "warning"] if "warning" in notes.columns else None
+    warning = auto_warning or (own if isinstance(own, str) and own else None)
+    why = withheld(low, high, warning)
+    return {
+        "estimated_accuracy": None if why else estimate,
+        "estimated_accuracy_ci": [low, high],
+        "estimated_accuracy_withheld": why,
+        "label_free_text": label_free_text(estimate, low, high, warning),
+    }
+
+
 def summary_lines(result: dict) -> list[str]:
-    """The summary as `judgeops run` prints it without --json: where the run is, then gates and coverage."""
+    """The summary as `judgeops run` prints it without --json: the consensus's best available number first
+    (measured on judgerEva; prediction-powered from an audit; what the votes alone allow, as bounds where they do
+    not pin it down), then where the run is, then gates and coverage."""
     lines = [f"run {result['run_id']}"]
     auto = result["consensus"].get("auto") or {}
-    if auto.get("estimated_accuracy") is not None:
-        low, high = auto["estimated_accuracy_ci"]
+    if auto.get("accuracy") is not None:
+        low, high = auto["ci"]
         lines.append(
-            f"auto: accuracy estimated without labels {auto['estimated_accuracy']:.3f} [{low:.3f}, {high:.3f}]"
-            + (f", on judgerEva {auto['accuracy']:.3f}" if auto.get("accuracy") is not None else "")
+            f"auto: accuracy {auto['accuracy']:.3f} [{low:.3f}, {high:.3f}] measured on judgerEva (its planted "
+            "errors; 95 % CI)"
         )
+    audited = {r["quantity"]: r for r in (result.get("audit") or {}).get("estimates") or []}
+    if "consensus_accuracy" in audited:
+        r = audited["consensus_accuracy"]
+        lines.append(
+            f"auto refit with the audit: accuracy {r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] on "
+            f"the whole workload ({r['method']}, {r['n_labels']} labels; 90 %)"
+        )
+    if auto.get("label_free_text"):
+        lines.append(f"auto: {auto['label_free_text']}")
     if (result.get("identifiability") or {}).get("warning"):
         lines.append(f"warning: {result['identifiability']['warning']}")
     lines += [f"artifacts: {Path(result['report']).parent}", f"report: {result['report']}"]

@@ -57,11 +57,10 @@ class Aggregated:
         if s["method"] == "auto":
             out.append(f"auto chose {s['choice']}: {s['reason']}")
         out += [f"{s['method']} fell back: {note}" for note in s.get("fallbacks", [])]
-        if "estimated_accuracy" in s:
-            low, high = s["estimated_accuracy_ci"]
+        if "estimated_accuracy_ci" in s:
             out.append(
-                f"accuracy estimated without labels: {s['estimated_accuracy']:.4f} (90% interval {low:.4f}–{high:.4f}; "
-                f"{s['identifiability']['effective_judges']:.1f} effective judges)"
+                f"accuracy: {s['label_free_text']} "
+                f"({s['identifiability']['effective_judges']:.1f} effective judges)"
             )
             if s["identifiability"]["warning"]:
                 out.append(f"warning: {s['identifiability']['warning']}")
@@ -170,7 +169,14 @@ def _estimated(estimator, method: str, votes: pd.DataFrame, kind: str, labels: p
         }
     if votes["label"].nunique() != 2:
         return {"estimated_accuracy_unavailable": "estimated for two classes only"}
-    from judgeops.tasks.aggregate.estimate import consensus_accuracy, identifiability, judge_accuracy
+    from judgeops.tasks.aggregate.estimate import (
+        consensus_accuracy,
+        identifiability,
+        judge_accuracy,
+        label_free_text,
+        withheld,
+    )
+    from judgeops.tasks.aggregate.prediction_powered import label_budget
 
     auto = estimator if method == "auto" else None
     if auto is None:
@@ -181,10 +187,16 @@ def _estimated(estimator, method: str, votes: pd.DataFrame, kind: str, labels: p
     open_alternatives = identifiability(auto)
     est = consensus_accuracy(auto, labels, open_alternatives)
     judges = judge_accuracy(auto, votes, open_alternatives)
+    ident = identifiability(auto, est.estimate)
+    why = withheld(est.ci_low, est.ci_high, ident.warning)
     return {
-        "estimated_accuracy": est.estimate,
+        # null where it must not be read as a number (estimate.withheld): the bounds stay, with the reason
+        "estimated_accuracy": None if why else est.estimate,
         "estimated_accuracy_ci": [est.ci_low, est.ci_high],
-        "identifiability": identifiability(auto, est.estimate).as_dict(),
+        "estimated_accuracy_withheld": why,
+        "label_budget": label_budget(0.03, 0.1, label_free_interval=(est.ci_low, est.ci_high)),
+        "label_free_text": label_free_text(est.estimate, est.ci_low, est.ci_high, ident.warning),
+        "identifiability": ident.as_dict(),
         "judges_estimated_accuracy": {
             str(r.worker): {"estimate": r.estimate, "ci": [r.ci_low, r.ci_high], "n": int(r.n)}
             for r in judges.itertuples()

@@ -228,6 +228,37 @@ def judge_accuracy(auto, votes: pd.DataFrame, ident: Identifiability | None = No
     return pd.DataFrame(rows, columns=["worker", "estimate", "ci_low", "ci_high", "n"])
 
 
+# a label-free accuracy is quoted as a number only where its 90 % interval is at most this wide (issue 46: a
+# 50-point interval gates nothing, and the point estimate is the number people read)
+MAX_QUOTED_WIDTH = 0.10
+
+
+def withheld(ci_low: float, ci_high: float, warning: str | None = None) -> str | None:
+    """Why a label-free accuracy must be shown as bounds and not as a number (None: it may be quoted): the
+    identifiability check warns (the votes fit readings with different accuracies), or the interval is wider than
+    MAX_QUOTED_WIDTH. One line, for the run's last lines, `aggregate`, the report."""
+    if warning:
+        return "the votes alone cannot pin it down (identifiability warning)"
+    if ci_high - ci_low > MAX_QUOTED_WIDTH:
+        return f"its 90 % interval is {ci_high - ci_low:.2f} wide, over {MAX_QUOTED_WIDTH:.2f}"
+    return None
+
+
+def label_free_text(estimate: float, ci_low: float, ci_high: float, warning: str | None = None) -> str:
+    """A label-free accuracy as people read it: `0.912 [0.880, 0.945] estimated without labels` where it may be
+    quoted, else its bounds, why there is no number, and the labels that would make one (`label_budget`)."""
+    why = withheld(ci_low, ci_high, warning)
+    if why is None:
+        return f"{estimate:.3f} [{ci_low:.3f}, {ci_high:.3f}] estimated without labels (90 %)"
+    from judgeops.tasks.aggregate.prediction_powered import label_budget
+
+    need = label_budget(0.03, 0.1, label_free_interval=(ci_low, ci_high))
+    return (
+        f"between {ci_low:.3f} and {ci_high:.3f} without labels, no point estimate: {why}; about {need} audited "
+        "labels make it ± 0.03 (`judgeops audit propose`)"
+    )
+
+
 def audit_size(estimate: float, n_tasks: int, margin: float = 0.05, min_audit: int = 20) -> int:
     """Labelled tasks that estimate an accuracy near `estimate` to ±margin at 90 % (normal approximation)."""
     a = float(np.clip(estimate if np.isfinite(estimate) else 0.5, 0.05, 0.95))

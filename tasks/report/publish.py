@@ -9,7 +9,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 
 from judgeops.tasks.profile.conditions import CAP, ERROR_TYPE_CONDITIONS, ORDER_CONDITIONS
 from judgeops.tasks.profile.profiles import BENCHMARK
-from judgeops.tasks.report.tables import auto_choice
+from judgeops.tasks.report.tables import auto_choice, label_free_cell
 
 
 def _round(x: float) -> float | None:
@@ -100,7 +100,7 @@ def publish(tables: dict[str, pd.DataFrame], report_link: str, on_disk_of: str |
             "|---|---|---|---|---|---|",
         ]
         md += [
-            f"| {r.method} | {r.estimated_accuracy:.3f} [{r.estimated_ci_low:.3f}, {r.estimated_ci_high:.3f}] "
+            f"| {r.method} | {label_free_cell(r.estimated_accuracy, r.estimated_ci_low, r.estimated_ci_high, r.warning)} "
             f"| {r.agreement_with_mv:.3f} | {r.agreement_with_auto:.3f} | {r.warning} | {r.fallbacks} |"
             for r in notes.itertuples()
         ]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from judgeops.schemas.vocabulary import PANEL_PREFIX, is_panel
+from judgeops.tasks.aggregate.estimate import label_free_text, withheld
 from judgeops.tasks.profile.conditions import CAP, CONDITIONS
 from judgeops.tasks.profile.profiles import BENCHMARK
 
@@ -160,9 +161,19 @@ def auto_choice(notes: pd.DataFrame | None, overall: pd.DataFrame | None = None)
         "evidence": ", ".join(
             f"{k} = {v:.3f}" if isinstance(v, float) else f"{k} = {v}" for k, v in evidence.items()
         ),
+        # a number only where it can be read as one (estimate.withheld); else bounds, the reason, a label budget
         "estimate": None
         if pd.isna(row.get("estimated_accuracy"))
+        or withheld(row["estimated_ci_low"], row["estimated_ci_high"], row["warning"] or None)
         else f"{row['estimated_accuracy']:.3f} [{row['estimated_ci_low']:.3f}, {row['estimated_ci_high']:.3f}]",
+        "label_free": None
+        if pd.isna(row.get("estimated_accuracy"))
+        else label_free_text(
+            row["estimated_accuracy"],
+            row["estimated_ci_low"],
+            row["estimated_ci_high"],
+            row["warning"] or None,
+        ),
         "judgereva": None if measured is None else f"{measured:.3f}",
         "effective_judges": ident.get("effective_judges"),
         "warning": row["warning"],
@@ -209,6 +220,16 @@ def _judgereva(overall: pd.DataFrame | None) -> dict[str, float]:
     return dict(zip(panel["judge_id"].str.removeprefix(PANEL_PREFIX), panel["estimate"], strict=True))
 
 
+def label_free_cell(estimate: float, low: float, high: float, warning: str | None) -> str:
+    """A method's label-free accuracy in a table cell: `0.912 [0.880, 0.945]`, or `[0.460, 0.990], bounds only`
+    where it must not be read as a number (estimate.withheld)."""
+    if pd.isna(estimate):
+        return "–"
+    if withheld(low, high, warning or None):
+        return f"[{low:.3f}, {high:.3f}], bounds only"
+    return f"{estimate:.3f} [{low:.3f}, {high:.3f}]"
+
+
 def notes_table(notes: pd.DataFrame | None, overall: pd.DataFrame | None = None) -> str | None:
     """Per method: the label-free checks, the accuracy estimated without labels (90% interval) and, beside it,
     the judgerEva accuracy measured with the planted labels."""
@@ -216,9 +237,7 @@ def notes_table(notes: pd.DataFrame | None, overall: pd.DataFrame | None = None)
         return None
     table = notes.assign(
         estimated=[
-            "–"
-            if pd.isna(r.estimated_accuracy)
-            else f"{r.estimated_accuracy:.3f} [{r.estimated_ci_low:.3f}, {r.estimated_ci_high:.3f}]"
+            label_free_cell(r.estimated_accuracy, r.estimated_ci_low, r.estimated_ci_high, r.warning)
             for r in notes.itertuples()
         ],
         judgereva=notes["method"].map(_judgereva(overall)),
