@@ -131,14 +131,14 @@ def cmd_audit_propose(args) -> int:
     proposal.to_csv(args.out, index=False)
     print(
         f"proposed {len(proposal)} of {n_tasks} tasks to audit ({args.strategy} selection) in {args.out}: fill "
-        f"the `label` column and run `judgeops audit apply {args.votes} --labels {args.out}`"
+        f"the `label` column and run `judgeops audit apply {args.votes} --labels {args.out}`\n"
+        + api.labels_to_ask(args.votes, len(proposal))
     )
     return 0
 
 
 def cmd_audit_apply(args) -> int:
-    inputs = (args.votes, args.labels, args.method, args.truth, args.allow_partial_truth)
-    out, summary = api.audit_apply(*inputs, args.target_error, args.delta)
+    out, summary = api.audit_apply(*(getattr(args, a) for a in api.AUDIT_APPLY_ARGS))
     failed = api.audit_gates(summary, args.fail_under)
     if args.out:
         _write(out, args.out)

@@ -115,3 +115,14 @@ def test_a_bad_audit_is_refused_in_one_line_and_nothing_is_written(audited, tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("judgeops audit: "), err
     assert not out.exists()
+
+
+def test_propose_says_how_many_labels_before_any_label(audited):
+    """Before an audit the predictions are not trusted: the labels-only worst case over the label-free interval
+    (this panel's interval is [0, 1]: it cannot be read without labels, so p = 1/2 and 752 labels)."""
+    from judgeops import api
+
+    _, votes, _, _ = audited
+    said = api.labels_to_ask(str(votes), 50)
+    assert said.startswith("label budget: about 752 labels for the consensus's accuracy ± 0.03 (90 %)")
+    assert "(702 more after these)" in said

@@ -16,7 +16,7 @@ _MODULES = {
     "judgeops.api.sources": "check_sources checked_config",
     "judgeops.api.arguments": "OPTION_TYPES",
     "judgeops.api.votes": "Aggregated InputError aggregate aggregate_file parse_params",
-    "judgeops.api.audit": "audit_apply audit_gates audit_lines audit_propose",
+    "judgeops.api.audit": "AUDIT_APPLY_ARGS audit_apply audit_gates audit_lines audit_propose labels_to_ask",
     "judgeops.api.people": "LABEL_OPTIONS label load_audit read_labels",
     "judgeops.api.operations": "OperationError backfill deploy notify_on_drift open_cache prune_cache serve",
     "judgeops.api.drift": "simulate_drift",

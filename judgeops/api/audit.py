@@ -22,6 +22,29 @@ def audit_propose(
     return audit.propose(votes, k, method, by, strategy, seed), votes["task"].nunique()
 
 
+def labels_to_ask(votes_path: str, k: int, half_width: float = 0.03) -> str:
+    """How many labels the consensus's accuracy needs for ± `half_width` (90 %), before any label: the labels-only
+    worst case over its label-free interval (prediction_powered.label_budget: the predictions are not trusted
+    before a label has checked them); after the audit, `audit apply` says it from the audit's own variance."""
+    from judgeops.tasks.aggregate.estimate import consensus_accuracy, identifiability
+    from judgeops.tasks.aggregate.prediction_powered import label_budget
+    from judgeops.tasks.aggregate.registry import get_aggregator
+
+    votes = scoring.read_label_votes(votes_path)
+    try:
+        auto = get_aggregator("auto").fit(votes)
+        est = consensus_accuracy(auto, auto.labels_, identifiability(auto))
+    except ValueError as exc:  # votes auto cannot read: no budget, and the proposal stands
+        return f"(no label budget: {exc})"
+    need = label_budget(half_width, 0.1, label_free_interval=(est.ci_low, est.ci_high))
+    enough = "enough" if k >= need else f"{need - k} more after these"
+    return (
+        f"label budget: about {need} labels for the consensus's accuracy ± {half_width} (90 %), a worst case over "
+        f"its label-free interval [{est.ci_low:.3f}, {est.ci_high:.3f}] ({enough}); `audit apply` says how many "
+        "more from the audit's own variance"
+    )
+
+
 def audit_lines(summary: dict) -> list[str]:
     """`audit_apply`'s summary as a person reads it."""
     out = [f"{summary['n_labels']} audited labels; head taken: {summary['head']}"]
@@ -70,6 +93,10 @@ def audit_lines(summary: dict) -> list[str]:
 
 def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
+
+
+# `audit apply`'s options, in audit_apply's order (the command line passes them through)
+AUDIT_APPLY_ARGS = ("votes", "labels", "method", "truth", "allow_partial_truth", "target_error", "delta")
 
 
 def audit_apply(

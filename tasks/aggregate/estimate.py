@@ -255,7 +255,7 @@ def label_free_text(estimate: float, ci_low: float, ci_high: float, warning: str
     need = label_budget(0.03, 0.1, label_free_interval=(ci_low, ci_high))
     return (
         f"between {ci_low:.3f} and {ci_high:.3f} without labels, no point estimate: {why}; about {need} audited "
-        "labels make it ± 0.03 (`judgeops audit propose`)"
+        "labels make it ± 0.03 (judgeops audit propose)"
     )
 
 
