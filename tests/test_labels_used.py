@@ -15,7 +15,7 @@ from judgeops.tasks.aggregate import audit
 from judgeops.tasks.aggregate.cwv import ConsistencyWeightedVote
 from judgeops.tasks.aggregate.dawid_skene import DawidSkene
 from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
-from judgeops.tasks.aggregate.selective import ABSTAIN, certify, selective_labels
+from judgeops.tasks.aggregate.selective import ABSTAIN, certify, labels_needed, selective_labels
 from judgeops.tasks.aggregate.synthetic import make_panel
 
 warnings.filterwarnings("ignore", category=UserWarning)
@@ -92,6 +92,8 @@ def test_the_threshold_is_certified_where_the_audit_shows_the_error_is_low():
     assert 0.7 < lam < 0.775 and rate <= 0.1 and p <= 0.1 and n >= 22
     assert (1 - hits[confidence >= lam]).mean() == pytest.approx(rate)
     assert certify(confidence, hits, 0.01, 0.1)[0] is None
+    # its label budget: 0.01 at δ = 0.1 takes 230 decided audited tasks, none wrong (0.99^230 ≤ 0.1 < 0.99^229)
+    assert labels_needed(0.01, 0.1) == 230 and labels_needed(0.1, 0.1) == 22
     labels = pd.Series("A", index=tasks)
     decided, what = selective_labels(labels, confidence, hits, pd.Series(dtype=object), 0.1, 0.1)
     assert (decided[confidence < lam] == ABSTAIN).all() and (decided[confidence >= lam] == "A").all()

@@ -61,7 +61,8 @@ def audit_lines(summary: dict) -> list[str]:
         if sel["threshold"] is None:
             out.append(
                 f"selective: no threshold certifies an error ≤ {sel['target_error']} with probability "
-                f"{1 - sel['delta']:.2f} on this audit: every unaudited task abstains (audit more tasks)"
+                f"{1 - sel['delta']:.2f} on this audit: every unaudited task abstains (audit more tasks: it takes "
+                f"at least {sel['labels_needed']} audited tasks the consensus decides, with none wrong)"
             )
         else:
             out.append(

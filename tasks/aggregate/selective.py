@@ -33,6 +33,7 @@ no threshold is certified when even zero errors among them has probability above
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -56,7 +57,14 @@ class Selective:
     p_value: float | None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "labels_needed": labels_needed(self.target_error, self.delta)}
+
+
+def labels_needed(target_error: float, delta: float) -> int:
+    """The fewest audited tasks that can certify `target_error` at 1 − `delta` at all: even with none of them
+    wrong, the binomial test rejects "error > A" only once (1 − A)^n ≤ δ (22 for A = δ = 0.1). A label budget
+    for the selective consensus: fewer decided audited tasks than this certify nothing, however right."""
+    return math.ceil(math.log(delta) / math.log1p(-target_error))
 
 
 def certify(
