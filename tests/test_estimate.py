@@ -184,7 +184,7 @@ def test_aggregate_json_prints_the_estimate_for_the_method_run(tmp_path, capsys)
         }
         assert set(out["judges_estimated_accuracy"]) == set(panel.votes["worker"])
     assert main(["aggregate", str(path), "--method", "auto"]) == 0
-    assert "accuracy: between 0.8" in capsys.readouterr().out
+    assert "label-free estimate: between 0.8" in capsys.readouterr().out
 
 
 def test_a_label_free_accuracy_is_a_number_only_where_it_can_be_read_as_one():

@@ -16,6 +16,7 @@ from judgeops.tasks.aggregate.prediction_powered import (
     labels_only_interval,
     ppi_mean,
     prediction_powered,
+    workload_mean,
 )
 from judgeops.tasks.aggregate.synthetic import (
     PREDICTION_FAMILIES,
@@ -128,6 +129,14 @@ def test_a_handful_of_labels_gets_the_exact_labels_only_interval_never_zero_wide
     assert 0 < low < 0.75 < high < 1
     # a share (a position-biased judge right on exactly one of each task's two votes): no variation, yet no
     # zero-width interval — the run's data contract refused [0.5, 0.5] (data_contracts/suites.py, estimates)
+    # labels all 1 under unequal weights: the mean of the normalised weights is 1 + 2e-16, the estimate not (the
+    # run's contract refused first_share = 1.0000000000000002)
+    weights = np.array([12.7, 12.7, 7.1, 40.2, 12.7, 12.7, 12.7, 7.1, 2.5, 40.2, 40.2, 1.0])
+    for est in (
+        workload_mean(np.ones(12), np.full(12, 0.9), np.full(200, 0.9), weights),
+        prediction_powered(np.ones(12), np.full(12, 0.9), np.full(200, 0.9), 0.1, weights, np.ones(200)),
+    ):
+        assert est.estimate <= 1.0 and est.ci[1] <= 1.0
     halves = prediction_powered(np.full(30, 0.5), np.full(30, 0.7), np.full(300, 0.7))
     assert halves.method == "labels only (exact): no variation"
     assert halves.ci[0] < 0.4 and halves.ci[1] > 0.6

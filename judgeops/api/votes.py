@@ -59,7 +59,7 @@ class Aggregated:
         out += [f"{s['method']} fell back: {note}" for note in s.get("fallbacks", [])]
         if "estimated_accuracy_ci" in s:
             out.append(
-                f"accuracy: {s['label_free_text']} "
+                f"label-free estimate: {s['label_free_text']} "
                 f"({s['identifiability']['effective_judges']:.1f} effective judges)"
             )
             if s["identifiability"]["warning"]:

@@ -55,7 +55,7 @@ def audited_estimates(
     f_labelled = confidence.reindex(audited.index[known]).to_numpy()
     head = workload_mean(hits[known].to_numpy(), f_labelled, confidence.to_numpy(), weights[known], alpha)
     share = len(audited) / n_tasks  # the audited tasks: right by construction in what --out writes
-    lift = lambda v: share + (1 - share) * v  # noqa: E731
+    lift = lambda v: min(1.0, share + (1 - share) * v)  # noqa: E731
     consensus = Estimate(
         lift(head.estimate),
         (lift(head.ci[0]), lift(head.ci[1])),

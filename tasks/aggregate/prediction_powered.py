@@ -163,8 +163,8 @@ def prediction_powered(
     if strata is not None:
         return _stratified(y, f, fu, alpha, np.asarray(strata), np.asarray(strata_unlabelled), bounds)
     exact, wn = labels_only_interval(y, alpha, w), _weights(w, n)
-    labels_mean = float((wn * y).mean()) if n else float("nan")
     clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
+    labels_mean = clip((wn * y).mean()) if n else float("nan")  # (normalised weights: 1 + 2e-16 is not 1)
     if n < MIN_NORMAL:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
     estimate, _, lam = ppi_mean(y, f, fu, alpha, w, w_unlabelled)
@@ -201,8 +201,8 @@ def _stratified(y, f, fu, alpha, strata, strata_unlabelled, bounds) -> Estimate:
         w[strata == h] = s / (strata == h).sum()
     w = w / w.mean()
     exact = labels_only_interval(y, alpha, w)
-    labels_mean = float((w * y).mean())
     clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
+    labels_mean = clip((w * y).mean())
     if n < MIN_NORMAL:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
 
@@ -275,7 +275,8 @@ def workload_mean(y, f, f_all, weights=None, alpha: float = 0.1, bounds=(0.0, 1.
             "workload_mean: audited tasks with a prediction each, among the workload's, are needed"
         )
     w = _weights(weights, n)
-    exact, labels_mean = labels_only_interval(y, alpha, w), float((w * y).mean())
+    clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
+    exact, labels_mean = labels_only_interval(y, alpha, w), clip((w * y).mean())
     if n < MIN_NORMAL:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
     lam = tuned_lambda(y, f, fa, w)
@@ -284,7 +285,6 @@ def workload_mean(y, f, f_all, weights=None, alpha: float = 0.1, bounds=(0.0, 1.
     strata = np.round(w, 9)
     names = np.unique(strata)
     share = np.array([w[strata == h].sum() for h in names]) / w.sum()
-    clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
     rect, sigma2, df = _rectifier(y - lam * f, y, lam * f, strata, names, share, bounds)
     only, only_sigma2, only_df = _rectifier(y, y, np.zeros(n), strata, names, share, bounds)
     estimate = lam * fa.mean() + rect

@@ -37,7 +37,9 @@ def check_with_people(
         "audit_accuracy": result["scores"],
         "human_agreement": [finite(r) for r in rows.to_dict(orient="records")],
     }
-    if result["n_labels"]:
+    if (
+        result["n_labels"] >= 2
+    ):  # one label says nothing of a workload (audit apply refuses it; a run skips it)
         from judgeops.tasks.aggregate._base import binary_classes
         from judgeops.tasks.aggregate.audited_estimates import audited_estimates
 
