@@ -74,9 +74,26 @@ class _OneLineErrors(logging.Filter):
     task-run loggers), so the Prefect UI keeps the traceback; `--debug` keeps it on the terminal too."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], (*stopping(), ConfigError)):
+        if record.exc_info and (
+            isinstance(record.exc_info[1], (*stopping(), ConfigError))
+            or _raised_by_a_stop(record.exc_info[1])
+        ):
             record.exc_info, record.exc_text = None, None
         return True
+
+
+def _raised_by_a_stop(exc: BaseException | None) -> bool:
+    """An error raised while a stop signal was being handled is that stop (the run's last line says which):
+    Prefect 3.9's task engine, signalled while it sets a task run up, raises `ValueError: Task run is not set`
+    from its crash handler, with the TerminationSignal as its context (a SIGTERM test saw its traceback)."""
+    from prefect.exceptions import TerminationSignal
+
+    seen = 0
+    while exc is not None and seen < 20:  # the context chain, not followed forever
+        if isinstance(exc, TerminationSignal | KeyboardInterrupt):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def quiet_tracebacks() -> None:
