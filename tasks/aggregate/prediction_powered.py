@@ -54,6 +54,7 @@ audit's variances, or with no audit the labels-only worst case over the label-fr
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -163,7 +164,7 @@ def prediction_powered(
     if strata is not None:
         return _stratified(y, f, fu, alpha, np.asarray(strata), np.asarray(strata_unlabelled), bounds)
     exact, wn = labels_only_interval(y, alpha, w), _weights(w, n)
-    clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
+    clip = functools.partial(_clip, bounds=bounds)
     labels_mean = clip((wn * y).mean()) if n else float("nan")  # (normalised weights: 1 + 2e-16 is not 1)
     if n < MIN_NORMAL:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
@@ -201,8 +202,7 @@ def _stratified(y, f, fu, alpha, strata, strata_unlabelled, bounds) -> Estimate:
         w[strata == h] = s / (strata == h).sum()
     w = w / w.mean()
     exact = labels_only_interval(y, alpha, w)
-    clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
-    labels_mean = clip((w * y).mean())
+    labels_mean = _clip((w * y).mean(), bounds)
     if n < MIN_NORMAL:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
 
@@ -218,20 +218,25 @@ def _stratified(y, f, fu, alpha, strata, strata_unlabelled, bounds) -> Estimate:
     lam = tuned_lambda(y, f, fu, w, _stratum_weights(strata_unlabelled, names, share))
     if np.ptp(y) == 0 or np.ptp(y - lam * f) == 0:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, "labels only (exact): no variation")
-    estimate, sigma2, df = form(lam)
-    only, only_sigma2, only_df = form(0.0)
-    half = stats.t.ppf(1 - alpha / 2, df) * math.sqrt(sigma2)
-    only_half = stats.t.ppf(1 - alpha / 2, only_df) * math.sqrt(only_sigma2)
-    labels_only = (clip(only - only_half), clip(only + only_half))
-    effective = float(n * only_sigma2 / sigma2) if sigma2 > 0 else float(n)
+    method = f"prediction-powered (stratified PPI++, {len(names)} strata)"
+    return _t_estimate(form(lam), form(0.0), n, lam, method, alpha, bounds)
+
+
+def _clip(value: float, bounds: tuple[float, float]) -> float:
+    return float(min(max(value, bounds[0]), bounds[1]))
+
+
+def _t_estimate(powered, labels_only, n: int, lam: float, method: str, alpha: float, bounds) -> Estimate:
+    """The Estimate from (estimate, variance, degrees of freedom) at the tuned λ and at λ = 0 (the labels-only
+    interval of the same design): t intervals clipped to `bounds`, and what the verdicts were worth in labels."""
+
+    def interval(estimate: float, variance: float, df: float) -> tuple[float, float]:
+        half = stats.t.ppf(1 - alpha / 2, df) * math.sqrt(variance)
+        return _clip(estimate - half, bounds), _clip(estimate + half, bounds)
+
+    effective = float(n * labels_only[1] / powered[1]) if powered[1] > 0 else float(n)
     return Estimate(
-        clip(estimate),
-        (clip(estimate - half), clip(estimate + half)),
-        labels_only,
-        n,
-        effective,
-        lam,
-        f"prediction-powered (stratified PPI++, {len(names)} strata)",
+        _clip(powered[0], bounds), interval(*powered), interval(*labels_only), n, effective, lam, method
     )
 
 
@@ -275,8 +280,7 @@ def workload_mean(y, f, f_all, weights=None, alpha: float = 0.1, bounds=(0.0, 1.
             "workload_mean: audited tasks with a prediction each, among the workload's, are needed"
         )
     w = _weights(weights, n)
-    clip = lambda v: float(min(max(v, bounds[0]), bounds[1]))  # noqa: E731
-    exact, labels_mean = labels_only_interval(y, alpha, w), clip((w * y).mean())
+    exact, labels_mean = labels_only_interval(y, alpha, w), _clip((w * y).mean(), bounds)
     if n < MIN_NORMAL:
         return Estimate(labels_mean, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
     lam = tuned_lambda(y, f, fa, w)
@@ -286,21 +290,9 @@ def workload_mean(y, f, f_all, weights=None, alpha: float = 0.1, bounds=(0.0, 1.
     names = np.unique(strata)
     share = np.array([w[strata == h].sum() for h in names]) / w.sum()
     rect, sigma2, df = _rectifier(y - lam * f, y, lam * f, strata, names, share, bounds)
-    only, only_sigma2, only_df = _rectifier(y, y, np.zeros(n), strata, names, share, bounds)
-    estimate = lam * fa.mean() + rect
-    half = stats.t.ppf(1 - alpha / 2, df) * math.sqrt(sigma2)
-    only_half = stats.t.ppf(1 - alpha / 2, only_df) * math.sqrt(only_sigma2)
-    effective = float(n * only_sigma2 / sigma2) if sigma2 > 0 else float(n)
+    only = _rectifier(y, y, np.zeros(n), strata, names, share, bounds)
     method = "prediction-powered (PPI++" + (f", {len(names)} strata)" if len(names) > 1 else ")")
-    return Estimate(
-        clip(estimate),
-        (clip(estimate - half), clip(estimate + half)),
-        (clip(only - only_half), clip(only + only_half)),
-        n,
-        effective,
-        lam,
-        method,
-    )
+    return _t_estimate((lam * fa.mean() + rect, sigma2, df), only, n, lam, method, alpha, bounds)
 
 
 def _stratum_weights(strata_unlabelled, names, share) -> np.ndarray:
