@@ -29,15 +29,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Ctrl-C for `judgeops server` (it stops its server and worker); if that hangs, the whole process
-    group, so no Prefect server or worker outlives the test."""
+def _stop(proc: subprocess.Popen, grace: float = 40) -> None:
+    """Ctrl-C for `judgeops server` (it stops its server and worker) or a worker; if that hangs, the whole
+    process group (each is started in its own), so no Prefect server or worker outlives the test."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(40)
+            proc.wait(grace)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # the group may have emptied since the wait gave up
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 
@@ -81,12 +82,19 @@ def deployed(home: Path, user: Path, more_workers: int = 0, **env_extra: str):
             command = [str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--name", f"worker-{n + 2}"]
             output = open(home / f"worker-{n + 2}.log", "w")  # noqa: SIM115 - the worker's, closed with it
             workers.append(
-                subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+                subprocess.Popen(
+                    command,
+                    cwd=ROOT,
+                    env=env,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             )
         yield env, api, log
     finally:
         for worker in workers:
-            _stop(worker)
+            _stop(worker, grace=15)  # a worker once took over 40 s to heed Ctrl-C: nothing of it is checked
         _stop(server)
 
 
