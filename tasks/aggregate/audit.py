@@ -47,7 +47,10 @@ refit(votes, labels, weights)
       well), the labels are the better evidence: the head's weighted paired advantage must exceed `switch_z`
       (1.28: one-sided 90 %) standard errors. The exact test there gave back 7–11 of the points that ten labels
       win on such panels (a diagnosis run over bench/audit.py's draws; BENCHMARKS.md).
-    The audited tasks keep their labels.
+    The audited tasks keep their labels. The consensus's record on them (`audit_hits`, which the
+    prediction-powered accuracy and the selective certificate read) is nested: each of `selection_folds` folds of
+    the audit is scored by the head the other folds' labels choose, by the same rule, so neither the head's fit
+    nor its choice saw the task it is scored on.
 """
 
 from __future__ import annotations
@@ -310,6 +313,7 @@ def refit(
     candidates: dict[str, pd.Series] | None = None,
     switch_z: float = 1.2815515655446004,
     switch_alpha: float = 0.1,
+    selection_folds: int = 5,
 ) -> dict:
     """{"labels": task → label, "head": the head taken, "scores": head → weighted accuracy on the audit
     (leave-one-out for the labelled heads), "n_labels": how many audited labels were usable}.
@@ -378,21 +382,47 @@ def refit(
         + [h for h in predictions if h.startswith(METHOD_HEAD)]
     )
     usable = [h for h in order if h in predictions and not np.isnan(scores.get(h, np.nan))]
-    head = max(usable, key=lambda h: (round(scores[h], 9), -order.index(h)), default="label_free")
-    if head != "label_free":  # the best of many heads on k labels is partly luck: it must beat auto clearly
-        clearly = (
-            _beats_exactly(hits_by_head[head], right, w, switch_alpha)
-            if _identified(base, method)
-            else _beats(hits_by_head[head], right, w, switch_z)
+    identified = _identified(base, method)
+
+    def choose(seen: np.ndarray) -> str:
+        """The head the audited tasks in `seen` pick: the best record there, if it beats auto clearly."""
+        record = {
+            h: float(np.average(hits_by_head[h][ok], weights=w[ok]))
+            if (ok := seen & ~np.isnan(hits_by_head[h])).any()
+            else np.nan
+            for h in usable
+        }
+        best = max(
+            (h for h in usable if not np.isnan(record[h])),
+            key=lambda h: (round(record[h], 9), -order.index(h)),
+            default="label_free",
         )
-        head = head if clearly else "label_free"
+        if best == "label_free":
+            return best
+        # the best of many heads on k labels is partly luck: it must beat auto clearly
+        hits, base_hits = np.where(seen, hits_by_head[best], np.nan), np.where(seen, right, np.nan)
+        clearly = (
+            _beats_exactly(hits, base_hits, w, switch_alpha)
+            if identified
+            else _beats(hits, base_hits, w, switch_z)
+        )
+        return best if clearly else "label_free"
+
+    head = choose(np.ones(len(labels), dtype=bool))
+    # how the chosen consensus does on each audited task without that task's label: the head that the other
+    # folds' labels choose, and its left-out or cross-fitted hit there. The chosen head's own hits would score
+    # the winner of a dozen heads on the labels that made it win (a winner's curse: optimistic for the
+    # prediction-powered accuracy and the selective certificate, which read these hits)
+    blind_hits = np.asarray(right, dtype=float).copy()
+    fold = np.random.default_rng(0).permutation(len(labels)) % max(min(selection_folds, len(labels)), 1)
+    for f in np.unique(fold):
+        blind_hits[fold == f] = hits_by_head[choose(fold != f)][fold == f]
     final = predictions[head].copy()
     decided = final.copy()  # the head's own decisions, before the audited labels replace them
     # ... and on an audited task, the decision the head makes without that task's label (its left-out or
     # cross-fitted hit): a head fitted with the labels decides every audited task right by construction, and a
     # confidence read off that decision would leak the label into the selective certificate (audited errors all
     # landing below the threshold: measured, 0 of 99 audited errors above it where the decided tasks erred 11 %)
-    blind_hits = np.asarray(hits_by_head.get(head, right), dtype=float)
     flipped = np.where(labels.to_numpy() == classes[0], classes[1], classes[0])
     blind = np.where(blind_hits == 1, labels.to_numpy(), flipped)
     known = ~np.isnan(blind_hits)
