@@ -356,7 +356,7 @@ def audit_summary_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
 def estimates_suite(related: Mapping[str, pd.DataFrame]) -> Suite:
     return [
         *_keys("quantity", "who"),
-        _in("quantity", {"consensus_accuracy", "judge_accuracy", "first_share"}),
+        _in("quantity", {"consensus_accuracy", "judge_accuracy", "judge_fpr", "judge_fnr", "first_share"}),
         *[
             _probability(c)
             for c in ("estimate", "ci_low", "ci_high", "labels_only_low", "labels_only_high", "half_width")

@@ -469,7 +469,7 @@ ARTIFACTS: dict[str, ArtifactSchema] = {
             _s(
                 pa.field(
                     "quantity", _STR, nullable=False
-                ),  # consensus_accuracy | judge_accuracy | first_share
+                ),  # consensus_accuracy | judge_accuracy | judge_fpr | judge_fnr | first_share
                 pa.field(
                     "who", _STR, nullable=False
                 ),  # the judge; the class for first_share; '' the consensus

@@ -55,6 +55,14 @@ def test_every_number_is_quoted_with_an_interval_that_covers_the_truth(audited, 
     for judge, share in right.items():
         e = estimates["judges"][str(judge)]["accuracy"]
         assert set(e) == FIELDS and e["ci"][0] <= share <= e["ci"][1], (judge, share, e)
+    # each judge's error rates, "A" the positive class (their coverage over draws: tests/test_prediction_powered.py)
+    for judge, rows in votes_frame.groupby("worker"):
+        truth_of = rows["task"].map(panel.truth)
+        rates = estimates["judges"][str(judge)]
+        for rate, says, truth_is in (("fpr", "A", "B"), ("fnr", "B", "A")):
+            measured_rate = float((rows["label"][truth_of == truth_is] == says).mean())
+            assert set(rates[rate]) == FIELDS and rates[rate]["method"].endswith("a ratio (linearised)")
+            assert rates[rate]["ci"][0] < rates[rate]["ci"][1] and abs(rates[rate]["estimate"] - measured_rate) < 0.2
     first = float((panel.truth == "A").mean())
     assert summary["first_class"] == "A"
     assert estimates["first_share"]["ci"][0] <= first <= estimates["first_share"]["ci"][1]

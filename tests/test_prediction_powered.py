@@ -17,6 +17,7 @@ from judgeops.tasks.aggregate.prediction_powered import (
     ppi_mean,
     prediction_powered,
     workload_mean,
+    workload_ratio,
 )
 from judgeops.tasks.aggregate.synthetic import (
     PREDICTION_FAMILIES,
@@ -159,6 +160,58 @@ def test_the_label_budget_reaches_the_half_width_it_promises():
     assert len(reached) >= 250 and np.mean(reached) >= 0.85, (np.mean(reached), np.median(asked))
     # without an audit: the labels-only worst case over the label-free interval
     assert label_budget(0.03, 0.1) == 752 and label_budget(0.03, 0.1, label_free_interval=(0.9, 0.97)) == 271
+
+
+@pytest.mark.parametrize("stratified", [False, True])
+def test_a_judge_s_error_rate_among_the_tasks_of_one_class_is_covered(stratified):
+    """A judge's FNR (`workload_ratio`): the share of its votes that say negative among the tasks whose truth is
+    positive, where which tasks are positive is itself only predicted. Over 300 audits of 60 tasks on workloads
+    drawn afresh (positives 20-60 %, the posterior sharp or vague, the judge's FNR 5-40 %), the 90 % interval
+    covers the workload's own FNR within 2.5 sd of 90 %, and is narrower than the labels alone where the
+    posterior is informative."""
+    rng = np.random.default_rng(11 + stratified)
+    covered, ratios = [], []
+    for _ in range(300):
+        n_tasks, prevalence, fnr, sharp = (
+            1500,
+            rng.uniform(0.2, 0.6),
+            rng.uniform(0.05, 0.4),
+            rng.uniform(1, 4),
+        )
+        positive = (rng.random(n_tasks) < prevalence).astype(float)
+        p = 1 / (
+            1 + np.exp(-sharp * (2 * positive - 1) - rng.normal(0, 1, n_tasks))
+        )  # the posterior of positive
+        says_negative = np.where(positive == 1, rng.random(n_tasks) < fnr, rng.random(n_tasks) < 0.8).astype(
+            float
+        )
+        picked, strata = audit_sample(rng, p, 60, stratified)
+        w = inclusion_weights(strata, picked)[0] if stratified else None
+        est = workload_ratio(
+            positive[picked] * says_negative[picked],
+            positive[picked],
+            p[picked] * says_negative[picked],
+            p[picked],
+            p * says_negative,
+            p,
+            w,
+        )
+        truth = says_negative[positive == 1].mean()
+        covered.append(est.ci[0] <= truth <= est.ci[1])
+        ratios.append((est.ci[1] - est.ci[0]) / (est.labels_only_ci[1] - est.labels_only_ci[0]))
+    assert np.mean(covered) >= 0.865, np.mean(covered)
+    assert np.mean(ratios) <= 1.0, np.mean(ratios)
+    # no audited task of the class: no number; a handful: the exact interval on them alone
+    assert (
+        workload_ratio(
+            np.zeros(20), np.zeros(20), np.zeros(20), np.full(20, 0.1), np.zeros(99), np.full(99, 0.1)
+        )
+        is None
+    )
+    few = workload_ratio(
+        np.r_[1.0, 0, 0], np.r_[1.0, 1, 0], np.r_[0.5, 0.5, 0], np.r_[0.9, 0.9, 0.2], np.ones(50), np.ones(50)
+    )
+    assert few.method == "labels only (exact): 2 labels" and few.ci[0] < 0.5 < few.ci[1]
 
 
 def test_bad_input_is_refused():

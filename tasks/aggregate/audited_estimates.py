@@ -12,6 +12,10 @@ are worth.
   the share of its votes there that match the label, f the mean over those votes of the label-free posterior
   that the truth is what it voted; the estimate is the mean over the tasks it voted on (the share of its votes
   where each task has as many).
+- `judges.<name>.fpr`, `.fnr`: its error rates, the first class the positive one: the share of its votes on the
+  tasks whose truth is the second class that say the first, and the converse. Which tasks are in a class is
+  itself estimated (the label-free posterior, rectified by the audit): `prediction_powered.workload_ratio`.
+  Absent where no audited task is of that class.
 - `first_share`: the share of tasks whose truth is the first class (a pairwise set: how often the first
   candidate is the better one), Y = [label is that class], f = the label-free posterior of it.
 
@@ -28,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate.prediction_powered import Estimate, label_budget, workload_mean
+from judgeops.tasks.aggregate.prediction_powered import Estimate, label_budget, workload_mean, workload_ratio
 
 HALF_WIDTH = 0.03
 
@@ -36,7 +40,7 @@ HALF_WIDTH = 0.03
 def audited_estimates(
     votes: pd.DataFrame, result: dict, classes: tuple, alpha: float = 0.1, half_width: float = HALF_WIDTH
 ) -> dict:
-    """{"estimates": {"consensus_accuracy", "judges": {name: {"accuracy"}}, "first_share"}, each an
+    """{"estimates": {"consensus_accuracy", "judges": {name: {"accuracy", "fpr", "fnr"}}, "first_share"}, each an
     Estimate.to_dict(); "label_budget": {the same names: labels in all for ± half_width}, "half_width", "alpha",
     "first_class"} from `audit.refit`'s result on `votes`."""
     named = lambda series: series.set_axis(series.index.astype(str))  # noqa: E731 - task ids as text, as in a file
@@ -83,8 +87,17 @@ def audited_estimates(
         ),
         right=(frame["label"] == frame["task"].map(audited)).astype(float),
     )
+    frame = frame.assign(
+        says_first=(frame["label"] == str(classes[0])).astype(float),
+        says_second=(frame["label"] == str(classes[1])).astype(float),
+    )
     for judge, rows in frame.groupby("worker", sort=True):
-        per_task = rows.groupby("task").agg(f=("believed", "mean"), y=("right", "mean"))
+        per_task = rows.groupby("task").agg(
+            f=("believed", "mean"),
+            y=("right", "mean"),
+            first=("says_first", "mean"),
+            second=("says_second", "mean"),
+        )
         labelled = per_task.index.intersection(audited.index)
         if len(labelled) < 2:  # a judge that voted on fewer audited tasks gets no number
             continue
@@ -92,6 +105,9 @@ def audited_estimates(
         est = workload_mean(y, f, per_task["f"].to_numpy(), weights.reindex(labelled), alpha)
         estimates["judges"][str(judge)] = {"accuracy": est.to_dict()}
         budget["judges"][str(judge)] = label_budget(half_width, alpha, y, f, per_task["f"].to_numpy())
+        estimates["judges"][str(judge)].update(
+            _error_rates(per_task, labelled, audited, p_first, weights.reindex(labelled), classes, alpha)
+        )
 
     # the workload's own quantity: how often the truth is the first class
     y = (audited == str(classes[0])).astype(float).to_numpy()
@@ -107,7 +123,35 @@ def audited_estimates(
     }
 
 
-QUANTITIES = ("consensus_accuracy", "judge_accuracy", "first_share")
+def _error_rates(per_task, labelled, audited, p_first, weights, classes, alpha) -> dict:
+    """A judge's FPR and FNR, the first class the positive one: the share of its votes on the tasks whose truth
+    is the second class that say the first, and the converse (`workload_ratio`: which tasks are in a class is
+    itself estimated, from the label-free posterior and the audit)."""
+    p = p_first.reindex(per_task.index).to_numpy()
+    truth_first = (audited.reindex(labelled) == str(classes[0])).to_numpy(dtype=float)
+    out = {}
+    for name, member, member_f, wrong in (
+        ("fpr", 1.0 - truth_first, 1.0 - p, "first"),
+        ("fnr", truth_first, p, "second"),
+    ):
+        said = per_task[wrong].to_numpy()
+        at = per_task.index.get_indexer(labelled)
+        est = workload_ratio(
+            member * said[at],
+            member,
+            member_f[at] * said[at],
+            member_f[at],
+            member_f * said,
+            member_f,
+            weights,
+            alpha,
+        )
+        if est is not None:
+            out[name] = est.to_dict()
+    return out
+
+
+QUANTITIES = ("consensus_accuracy", "judge_accuracy", "judge_fpr", "judge_fnr", "first_share")
 
 
 def estimate_rows(block: dict) -> pd.DataFrame:
@@ -117,10 +161,9 @@ def estimate_rows(block: dict) -> pd.DataFrame:
     where none would do), half_width."""
     est, budget = block["estimates"], block["label_budget"]
     named = [("consensus_accuracy", "", est["consensus_accuracy"], budget["consensus_accuracy"])]
-    named += [
-        ("judge_accuracy", judge, e["accuracy"], budget["judges"].get(judge))
-        for judge, e in est["judges"].items()
-    ]
+    for judge, e in est["judges"].items():
+        named.append(("judge_accuracy", judge, e["accuracy"], budget["judges"].get(judge)))
+        named += [(f"judge_{rate}", judge, e[rate], None) for rate in ("fpr", "fnr") if rate in e]
     named.append(("first_share", block["first_class"], est["first_share"], budget["first_share"]))
     rows = [
         {
@@ -167,6 +210,13 @@ def estimate_lines(block: dict) -> list[str]:
     out.append(line("consensus accuracy", first, budget["consensus_accuracy"]))
     for judge, e in est["judges"].items():
         out.append(line(f"judge {judge} accuracy", e["accuracy"], budget["judges"].get(judge)))
+        rates = [
+            f"{rate.upper()} {e[rate]['estimate']:.3f} [{e[rate]['ci'][0]:.3f}, {e[rate]['ci'][1]:.3f}]"
+            for rate in ("fpr", "fnr")
+            if rate in e
+        ]
+        if rates:
+            out.append(f"    {', '.join(rates)} ({block['first_class']!r} the positive class)")
     out.append(
         line(
             f"share of tasks whose truth is {block['first_class']!r}",

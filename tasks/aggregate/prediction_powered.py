@@ -295,6 +295,55 @@ def workload_mean(y, f, f_all, weights=None, alpha: float = 0.1, bounds=(0.0, 1.
     return _t_estimate((lam * fa.mean() + rect, sigma2, df), only, n, lam, method, alpha, bounds)
 
 
+def workload_ratio(a, g, a_f, g_f, a_all, g_all, weights=None, alpha: float = 0.1) -> Estimate | None:
+    """The ratio Σ a / Σ g over a finite workload, where g in [0, 1] says how much a task belongs to the
+    subpopulation (a judge's FNR: g = [the truth is the positive class], a = g × the share of its votes there that
+    say negative): a mean of Y over the tasks whose truth is a class, a class no prediction knows for sure.
+
+    `a`, `g`: on the audited tasks; `a_f`, `g_f`: their predictions there (g's: the label-free posterior of the
+    class; a's: the same times what is known of the task, its votes); `a_all`, `g_all`: the predictions on every
+    task of the workload. Linearised (a Z-estimator, as PPI does any M-estimation): θ solves E[a − θ g] = 0.
+    At the ratio of the two prediction-powered means, θ₀ = Â / Ĝ, the quantity z = a − θ₀ g (prediction
+    a_f − θ₀ g_f) has a mean E[z] = E[a] − θ₀ E[g], so θ = θ₀ + E[z] / E[g]: `workload_mean` of z (its
+    interval, weights and strata) divided by Ĝ gives θ's estimate (a one-step correction of θ₀) and interval.
+    The delta method leaves out Ĝ's own uncertainty, second order where E[z] is near 0, as it is at θ₀. The
+    labels-only interval beside it is Clopper–Pearson's on the audited tasks of the subpopulation. Fewer than
+    MIN_NORMAL audited tasks in it (Σ g): that exact interval alone. None where no audited task is in it."""
+    a, g, a_f, g_f, a_all, g_all = (np.asarray(v, dtype=float) for v in (a, g, a_f, g_f, a_all, g_all))
+    w = _weights(weights, len(a))
+    inside = g > 0
+    if not inside.any():
+        return None
+    share = a[inside] / g[inside]
+    exact = labels_only_interval(share, alpha, w[inside] * g[inside])
+    labels_ratio = _clip((w * a).sum() / (w * g).sum(), (0.0, 1.0))
+    n = int(inside.sum())
+    if g.sum() < MIN_NORMAL:
+        return Estimate(labels_ratio, exact, exact, n, float(n), 0.0, f"labels only (exact): {n} labels")
+    big_a = workload_mean(a, a_f, a_all, weights, alpha).estimate
+    big_g = workload_mean(g, g_f, g_all, weights, alpha).estimate
+    if big_g <= 0:
+        return Estimate(labels_ratio, exact, exact, n, float(n), 0.0, "labels only (exact): no variation")
+    theta = big_a / big_g
+    z = workload_mean(
+        a - theta * g, a_f - theta * g_f, a_all - theta * g_all, weights, alpha, bounds=(-1.0, 1.0)
+    )
+    if z.method.startswith("labels only"):
+        return Estimate(labels_ratio, exact, exact, n, float(n), 0.0, z.method)
+    # Student's t at the subpopulation's labels, not the whole audit's: its n labels carry the information
+    widen = stats.t.ppf(1 - alpha / 2, max(g.sum() - 1, 1)) / stats.t.ppf(1 - alpha / 2, len(a) - 1)
+    move = lambda v: _clip(theta + (z.estimate + widen * (v - z.estimate)) / big_g, (0.0, 1.0))  # noqa: E731
+    return Estimate(
+        move(z.estimate),
+        (move(z.ci[0]), move(z.ci[1])),
+        exact,
+        n,
+        z.effective_labels * n / len(a),  # in labels of the subpopulation
+        z.lam,
+        z.method + ", a ratio (linearised)",
+    )
+
+
 def _stratum_weights(strata_unlabelled, names, share) -> np.ndarray:
     """The unlabelled tasks' weights: their stratum's share over its unlabelled count (mean 1 after `_weights`)."""
     w = np.ones(len(strata_unlabelled))

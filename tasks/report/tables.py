@@ -308,9 +308,15 @@ def estimate_sentences(estimates: pd.DataFrame | None) -> list[str]:
         what = {
             "consensus_accuracy": "the consensus is right on",
             "judge_accuracy": f"judge {r.who}'s votes are right on",
+            "judge_fpr": f"judge {r.who} votes for the first class (a false positive) on",
+            "judge_fnr": f"judge {r.who} votes for the second class (a false negative) on",
             "first_share": f"the truth is {r.who!r} on",
         }[r.quantity]
-        whose = "of its votes" if r.quantity == "judge_accuracy" else "of the workload's tasks"
+        whose = {
+            "judge_accuracy": "of its votes",
+            "judge_fpr": "of its votes where the truth is the second class",
+            "judge_fnr": "of its votes where the truth is the first class",
+        }.get(r.quantity, "of the workload's tasks")
         if (r.ci_high - r.ci_low) / 2 <= r.half_width:
             budget = f"within ± {r.half_width:g} already"
         elif pd.isna(r.label_budget):
