@@ -55,7 +55,7 @@ def judgeops(*args: str, cwd) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_run_report_and_store_commands(config_file, capsys, tmp_path):
+def test_run_report_and_store_commands(config_file, capsys, tmp_path, prefect_server):
     run = judgeops("--config", str(config_file), "run", "--as-of", "2026-11-16", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "stage construct: computing" in run.stdout + run.stderr
@@ -92,18 +92,23 @@ def test_run_report_and_store_commands(config_file, capsys, tmp_path):
         0 <= summary["consensus"]["auto"]["accuracy"] <= 1
         and summary["judges"]["reference_match"]["coverage"] == 1
     )
-    strict = run_json("--json", "--fail-on", "coverage", "--fail-under", "auto=0.0")
-    assert (
-        strict.returncode == 3 and json.loads(strict.stdout)["partial_coverage"]
-    )  # numeric_consistency's ties
-    passed = run_json("--fail-under", "auto=0.0")
-    assert passed.returncode == 0 and "gate auto ≥ 0.0:" in passed.stdout and "passed" in passed.stdout
-    unknown = run_json("--fail-under", "nosuch=0.5")
-    assert (
-        unknown.returncode == 2 and "no judge or consensus method of this run has that name" in unknown.stderr
-    )
-    malformed = run_json("--fail-under", "auto")
-    assert malformed.returncode == 2 and "expected JUDGE_OR_METHOD=ACCURACY" in malformed.stderr
+
+    # the other gates in-process, on the session's Prefect server (each subprocess above pays ~20 s of imports
+    # and an ephemeral server before its first stage)
+    def gate(*options: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(["--config", str(config_file), "run", "--as-of", "2026-11-16", *options])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, _ = gate("--json", "--fail-on", "coverage", "--fail-under", "auto=0.0")
+    assert code == 3 and json.loads(out)["partial_coverage"]  # numeric_consistency's ties
+    code, out, _ = gate("--fail-under", "auto=0.0")
+    assert code == 0 and "gate auto ≥ 0.0:" in out and "passed" in out
+    code, _, err = gate("--fail-under", "nosuch=0.5")
+    assert code == 2 and "no judge or consensus method of this run has that name" in err
+    code, _, err = gate("--fail-under", "auto")
+    assert code == 2 and "expected JUDGE_OR_METHOD=ACCURACY" in err
 
 
 def test_store_show_of_a_missing_artifact_is_a_clear_error(capsys, tmp_path):
