@@ -62,7 +62,10 @@ def test_every_number_is_quoted_with_an_interval_that_covers_the_truth(audited, 
         for rate, says, truth_is in (("fpr", "A", "B"), ("fnr", "B", "A")):
             measured_rate = float((rows["label"][truth_of == truth_is] == says).mean())
             assert set(rates[rate]) == FIELDS and rates[rate]["method"].endswith("a ratio (linearised)")
-            assert rates[rate]["ci"][0] < rates[rate]["ci"][1] and abs(rates[rate]["estimate"] - measured_rate) < 0.2
+            assert (
+                rates[rate]["ci"][0] < rates[rate]["ci"][1]
+                and abs(rates[rate]["estimate"] - measured_rate) < 0.2
+            )
     first = float((panel.truth == "A").mean())
     assert summary["first_class"] == "A"
     assert estimates["first_share"]["ci"][0] <= first <= estimates["first_share"]["ci"][1]

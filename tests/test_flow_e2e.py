@@ -1,6 +1,7 @@
 """The evaluate flow end to end against a real Prefect server (prefect_test_harness)."""
 
 import datetime as dt
+import json
 import os
 import socket
 from pathlib import Path
@@ -18,7 +19,11 @@ from judgeops.config import EvaluateConfig
 from judgeops.data_contracts import ContractViolation
 from judgeops.flows.evaluate import evaluate
 from judgeops.schemas.store import ArtifactStore
+from judgeops.tasks.aggregate import audit
+from judgeops.tasks.aggregate._base import binary_classes
+from judgeops.tasks.aggregate.audited_estimates import audited_estimates
 from judgeops.tasks.judges.programmatic import PROGRAMMATIC_JUDGES, PairwiseVerdict
+from judgeops.tasks.labelling.run_audit import canonical_gold, named_votes
 from tests.browser import inspect_report, needs_chromium
 from tests.conftest import small_config
 
@@ -70,6 +75,42 @@ def test_the_flow_writes_every_artifact_and_a_report(first_run):
         assert needle in html
     assert "a real but weak LLM" in html
     assert store.run_record()["status"] == "completed"
+
+
+def test_an_audit_of_the_run_s_judgereva_tasks_quotes_numbers_that_cover_their_truth(first_run):
+    """One draw of bench/audited_judgereva.py's, pinned: the run's verdicts with judgerEva's planted truth hidden,
+    50 tasks audited as `audit propose` draws them (seed 0), and every prediction-powered interval of
+    `audit apply` against the accuracy measured on all the run's tasks (the bench: coverage over 50 draws)."""
+    url, result = first_run
+    store = ArtifactStore(url, result.run_id)
+    variants = store.read_pandas("variants")
+    votes, variant = named_votes(store.read_pandas("verdicts"), variants, 0)
+    truth = canonical_gold(variants, variant)
+    votes = votes.loc[votes["task"].isin(truth.index), ["task", "worker", "label", "run"]]
+    truth = truth.reindex(sorted(votes["task"].unique()))
+    proposal = audit.propose(votes, 50, seed=0).set_index("task")
+    refitted = audit.refit(votes, truth.reindex(proposal.index), proposal["weight"])
+    block = audited_estimates(votes, refitted, binary_classes(votes["label"], None, "audit"))["estimates"]
+    consensus = block["consensus_accuracy"]
+    measured = float((refitted["labels"].reindex(truth.index) == truth).mean())
+    assert consensus["ci"][0] <= measured <= consensus["ci"][1]
+    right = (votes["label"] == votes["task"].map(truth)).groupby(votes["worker"]).mean()
+    quoted = {judge: e["accuracy"] for judge, e in block["judges"].items()}
+    assert set(quoted) <= set(right.index) and len(quoted) >= 3  # SmolLM2 saw 4 pairs: often no audited one
+    for judge, e in quoted.items():
+        assert e["ci"][0] <= right[judge] <= e["ci"][1], (judge, right[judge], e)
+    pinned = {"consensus": consensus["estimate"], **{j: e["estimate"] for j, e in quoted.items()}}
+    assert pinned == pytest.approx(PINNED_JUDGEREVA_DRAW, abs=1e-6), json.dumps(pinned)
+
+
+PINNED_JUDGEREVA_DRAW = {
+    "consensus": 0.8633918246818414,
+    "hedge_preference": 0.5990574030939273,
+    "length_preference": 0.6516048745106888,
+    "numeric_consistency": 1.0,
+    "reference_match": 0.5625272328028268,
+    "smollm2-135m": 0.5,
+}
 
 
 def artifacts_of(client, flow_run_id) -> list:
