@@ -2,6 +2,7 @@
 (uncertainty-weighted) against random selection.
 
     python bench/audit.py [--seeds 10] [--tasks 1200]
+    python bench/audit.py --llmbar 200     (LLMBar Natural's real 6-judge panel, k = 5, 10, 20 %)
 
 For each regime family (tasks/aggregate/synthetic.py, family=True) and seed: the label-free consensus (k = 0,
 `auto`), then for k in 10, 20, 50, 100 the audit proposes k tasks (`tasks/aggregate/audit.py`), the truth
@@ -19,6 +20,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 from benchmarks_md import section
+from consistency import PANEL6, panel6_votes
 
 from judgeops.tasks.aggregate import audit
 from judgeops.tasks.aggregate.synthetic import REGIMES, best_single_judge, make_panel
@@ -39,9 +41,61 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=1200)
     parser.add_argument("--regimes", nargs="*", default=list(REGIMES))
     parser.add_argument("--write", action="store_true", help="write the tables into BENCHMARKS.md")
+    parser.add_argument(
+        "--llmbar",
+        type=int,
+        metavar="DRAWS",
+        default=0,
+        help="only LLMBar Natural's curve, over DRAWS audits",
+    )
     args = parser.parse_args()
+    if args.llmbar:
+        with section("bench/audit.py", args.write, key="bench/audit.py --llmbar"):
+            llmbar_curve(args.llmbar)
+        return
     with section("bench/audit.py", args.write):
         curves(args)
+
+
+def llmbar_curve(draws: int) -> None:
+    """The curve on a real panel: the 6 LLM judges of LLMBar Natural (100 pairs, both orders), k = 5, 10, 20 %
+    of its tasks audited over `draws` audits each, the truth filling their labels."""
+    if not PANEL6.exists():
+        print(f"(LLMBar panel skipped: {PANEL6} not found)")
+        return
+    votes, truth = panel6_votes()
+    right = (votes["label"] == votes["task"].map(truth)).groupby(votes["worker"]).mean()
+    bar, best = float(right.max()), str(right.idxmax())
+    free = accuracy(audit._consensus(votes, "auto").labels_, truth)
+    candidates = audit.method_labels(votes)
+    ks = (5, 10, 20)
+    print(
+        f"LLMBar Natural ({truth.size} pairs, 6 LLM judges in both orders): the best judge, {best}, is right on "
+        f"{bar:.3f} of its votes (position-averaged); `auto` without labels {free:.3f}. Mean accuracy over {draws} "
+        "audits per cell (the audited tasks keep their labels), and the share of audits at or above the best "
+        "judge − 0.02:\n"
+    )
+    print(
+        "| selection | "
+        + " | ".join(f"k = {k} ({100 * k / truth.size:.0f} %)" for k in ks)
+        + " | heads at k = 10 |"
+    )
+    print("|---" * (len(ks) + 2) + "|")
+    for strategy in ("stratified", "random"):
+        cells, heads = [], Counter()
+        for k in ks:
+            acc = []
+            for seed in range(draws):
+                proposal = audit.propose(votes, k, strategy=strategy, seed=seed).set_index("task")
+                result = audit.refit(
+                    votes, truth.reindex(proposal.index), proposal["weight"], candidates=candidates
+                )
+                acc.append(accuracy(result["labels"], truth))
+                heads[result["head"]] += k == 10
+            acc = np.array(acc)
+            cells.append(f"{acc.mean():.3f} ({np.mean(acc >= bar - 0.02):.0%})")
+        taken = ", ".join(f"{h} {n}" for h, n in heads.most_common() if n)
+        print(f"| {strategy} | " + " | ".join(cells) + f" | {taken} |", flush=True)
 
 
 def curves(args) -> None:

@@ -171,28 +171,32 @@ def calibration_table(calibration: dict) -> list[str]:
     return lines
 
 
-def llmbar(means: dict) -> list[str]:
-    if not PANEL6.exists():
-        return [f"(LLMBar panel skipped: {PANEL6} not found)"]
+def panel6_votes() -> tuple[pd.DataFrame, pd.Series]:
+    """The 6 LLM judges on LLMBar Natural: (votes task/worker/run/label in the canonical frame — A = output_1,
+    run "AB" = output_1 shown first — and the truth)."""
     wide = pd.read_csv(PANEL6)
     rows = []
     for col in [c for c in wide.columns if "__order" in c]:
         judge, order = col.split("__order")
-        # canonical frame: A = output_1; run "AB" = output_1 shown first (order 12)
-        vals = wide[col]
         rows.append(
             pd.DataFrame(
                 {
                     "task": wide["idx"].astype(str),
                     "worker": judge,
                     "run": "AB" if order == "12" else "BA",
-                    "label": vals.map({1: "A", 2: "B"}),
+                    "label": wide[col].map({1: "A", 2: "B"}),
                 }
             )
         )
-    votes = pd.concat(rows).dropna(subset=["label"])
-    split = votes.assign(worker=votes["worker"] + "·" + votes["run"]).drop(columns="run")
     truth = pd.Series(wide["label"].map({1: "A", 2: "B"}).to_numpy(), index=wide["idx"].astype(str))
+    return pd.concat(rows).dropna(subset=["label"]), truth
+
+
+def llmbar(means: dict) -> list[str]:
+    if not PANEL6.exists():
+        return [f"(LLMBar panel skipped: {PANEL6} not found)"]
+    votes, truth = panel6_votes()
+    split = votes.assign(worker=votes["worker"] + "·" + votes["run"]).drop(columns="run")
     lines = [
         "| method | both orders as runs of a judge | each (judge, order) a worker of its own |",
         "|---|---|---|",
