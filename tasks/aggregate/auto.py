@@ -63,7 +63,9 @@ confounder or a clique's shared noise, separated by the fourth cumulant — and 
 best or within 0.01 Kendall τ of the best everywhere (BENCHMARKS.md), so it is taken unless its fit fell back
 (a failed CP or mixture EM) or its consensus ranks the tasks against the judges' average (the mirror: Kendall
 τ with AVG < 0); then CARE-SVD on the same conditions; then AVG, which assumes nothing. `scores_` are the chosen
-method's, with its `scale_` ("input": on the judges' scale, so MAE means something; "rank": compare by rank).
+method's, with its `scale_` "input": a reading whose own scores are not on the judges' scale (CARE-Tensor's
+posterior, UWS's standardised factor) has its ranking carried onto the judges' average's values
+(`on_the_judges_scale`), so MAE against a truth on that scale means something and Kendall τ is the reading's.
 
 Where it cannot help, and what the user sees then (BENCHMARKS.md, the families of synthetic.py):
 - a panel whose most consistent judges are stable but wrong for a reason the perturbations do not touch: step 1
@@ -335,10 +337,29 @@ class AutoAggregator(BinaryAggregator):
         chosen = fits[name]
         self.choice_, self.reason_, self.evidence_, self.candidates_ = name, reason, evidence, fits
         self.scores_, self.scale_ = chosen.scores_, getattr(chosen, "scale_", "rank")
+        if (
+            self.scale_ != "input"
+        ):  # on the judges' scale all the same: the reading's order, the average's values
+            self.scores_, self.scale_ = on_the_judges_scale(chosen.scores_, avg.scores_), "input"
+            evidence["scores_on_the_judges_scale"] = f"{name}'s order, the judges' average's values (by rank)"
         p = first_class_posterior(chosen, classes, chosen.probas_.index)
         self.posteriors_ = pd.DataFrame({name: p})
         self.tie_breaks_, self.consistent_judge_votes_ = {}, None
         return self._finish(p.to_numpy(), p.index, classes)
+
+
+def on_the_judges_scale(order: pd.Series, average: pd.Series) -> pd.Series:
+    """`order`'s ranking of the tasks carried onto the scale of the judges' `average` by quantile matching: the
+    task ranked r-th by `order` gets the r-th smallest average (tied tasks share their ranks' mean value). A
+    reading whose scores are a posterior or a standardised factor (CARE-Tensor, UWS) keeps its Kendall τ, and its
+    scores can be compared with a truth on the judges' scale (MAE) — their spread is the average's, which is what
+    the judges' scale says of the tasks, without the reading's own claim of how far apart they are."""
+    from scipy.stats import rankdata  # lazy: scipy.stats is slow to import
+
+    order = order.reindex(average.index)
+    ranks = rankdata(order.fillna(order.median()).to_numpy(dtype=float), method="average")
+    values = np.sort(average.to_numpy(dtype=float))
+    return pd.Series(np.interp(ranks, np.arange(1, len(values) + 1), values), index=average.index)
 
 
 def _vote_separation(df: pd.DataFrame, classes: tuple[str, str]) -> float:
