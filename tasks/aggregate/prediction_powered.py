@@ -48,6 +48,10 @@ labels-only exact one (Clopper–Pearson for a 0/1 quantity), never a zero-width
 Written here, not imported: `ppi_py` (MIT) is the reference and pulls in numba and statsmodels for what is a few
 lines of numpy; tests/test_prediction_powered.py pins our numbers to values it computed (to 1e-9).
 
+A ratio (a judge's FPR: its votes for the first class among the tasks whose truth is the second, a class the
+predictions only guess): `workload_ratio`, the ratio of two prediction-powered means with the delta method's
+interval (the Z-estimator form of PPI).
+
 label_budget(...) answers "how many labels for ± w": the n at which z σ(n) ≤ w, with σ²(n) from the current
 audit's variances, or with no audit the labels-only worst case over the label-free interval.
 """
