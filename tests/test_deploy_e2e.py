@@ -29,17 +29,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _stop(proc: subprocess.Popen, grace: float = 40) -> None:
-    """Ctrl-C for `judgeops server` (it stops its server and worker) or a worker; if that hangs, the whole
-    process group (each is started in its own), so no Prefect server or worker outlives the test."""
+def _stop(proc: subprocess.Popen, grace: float = 40, interrupts: int = 1) -> None:
+    """Ctrl-C for `judgeops server` (it stops its server and worker) or a worker (`interrupts=2`: `prefect worker
+    start` stops on the second, STACK_NOTES); if that hangs, the whole process group (each is started in its own),
+    so no Prefect server or worker outlives the test."""
+    for n in range(interrupts):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(grace if n == interrupts - 1 else 2)
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):  # the group may have emptied since the wait gave up
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # the group may have emptied since the wait gave up
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def start_server(judgeops: Path, port: int, cwd: Path, env: dict, log: Path) -> subprocess.Popen:
@@ -94,7 +96,7 @@ def deployed(home: Path, user: Path, more_workers: int = 0, **env_extra: str):
         yield env, api, log
     finally:
         for worker in workers:
-            _stop(worker, grace=15)  # a worker once took over 40 s to heed Ctrl-C: nothing of it is checked
+            _stop(worker, grace=15, interrupts=2)
         _stop(server)
 
 

@@ -286,18 +286,20 @@ def _stop_worker(worker: subprocess.Popen | None, grace_s: float = 30) -> None:
         with contextlib.suppress(psutil.NoSuchProcess):
             run.terminate()
     _, alive = psutil.wait_procs(runs, timeout=grace_s)
-    _stop(worker)
+    _stop(
+        worker, first_wait_s=2
+    )  # with no run left, the first Ctrl-C only asks it to wait for them (8 s lost)
     for rest in [*alive, *tree]:  # what did not stop in time, and what a flow run left behind
         with contextlib.suppress(psutil.NoSuchProcess):
             rest.kill()
 
 
-def _stop(proc: subprocess.Popen | None) -> None:
-    for _ in range(2):  # the worker stops on the second Ctrl-C (STACK_NOTES)
+def _stop(proc: subprocess.Popen | None, first_wait_s: float = 8) -> None:
+    for wait_s in (first_wait_s, 8):  # the worker stops on the second Ctrl-C (STACK_NOTES)
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGINT)
             try:
-                proc.wait(8)
+                proc.wait(wait_s)
             except subprocess.TimeoutExpired:
                 continue
     if proc is not None and proc.poll() is None:
