@@ -45,6 +45,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 # near the end leaves the other worker idle for its duration (longest-processing-time-first scheduling).
 LONGEST_FIRST = (
     "test_readme.py",
+    "test_flow_e2e.py",  # its module fixture (a flow run, ~2 min) ran twice where a steal split the module
     "reliability/test_killed_run.py",
     "test_recalibrate.py",
     "test_install.py",
