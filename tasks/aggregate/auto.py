@@ -95,6 +95,7 @@ from judgeops.tasks.aggregate.position_ds import PositionDawidSkene
 CONSISTENCY = "ds_position+cwv"
 CHOICES = (CONSISTENCY, "dawid_skene", "cwv", "mv")  # the readings auto takes, in tie-breaking order
 SCORES = "care_tensor"  # the reading of graded scores, where the votes carry them (step 2)
+VOUCHING_ACCURACY = 0.8  # a judge whose consistency implies this accuracy vouches for a side (estimate.py)
 # the median judge's scores must order its own votes (AUC): the vote is a thresholded score
 MIN_SEPARATION = 0.9
 
@@ -195,6 +196,7 @@ class AutoAggregator(BinaryAggregator):
                 best_implied_accuracy=float(measured.max()),
                 median_implied_accuracy=float(measured.median()),
                 ds_position_vs_cwv_agreement=agreement(pds.labels_, cwv.labels_, classes),
+                consistent_but_contradicting=contradicting_pair(df, classes, measured, VOUCHING_ACCURACY),
             )
             anchored = sig.index[sig["anchored_on"] != ""] if "anchored_on" in sig.columns else []
             if len(anchored):
@@ -346,6 +348,40 @@ class AutoAggregator(BinaryAggregator):
         self.posteriors_ = pd.DataFrame({name: p})
         self.tie_breaks_, self.consistent_judge_votes_ = {}, None
         return self._finish(p.to_numpy(), p.index, classes)
+
+
+def contradicting_pair(
+    df: pd.DataFrame, classes: tuple, implied: pd.Series, min_implied: float, top: int = 8
+) -> list | None:
+    """[judge, judge, their agreement, the least it could be] for two judges whose consistency implies that each
+    is right on at least `min_implied` of its verdicts, yet who agree with each other less than that allows
+    (both right or both wrong: at least q_j q_k + (1 − q_j)(1 − q_k) where their errors are independent, more where
+    they err together) by a margin of 0.1 or three standard errors. They cannot both be as accurate as their
+    consistency says: one of them, or both, is consistently following something other than the truth (a clique
+    sharing a bias beside the strong judge, a surface cue that every presentation keeps), and the votes do not
+    say which. None where no such pair is found (the `top` most consistent judges are compared)."""
+    strong = implied[implied >= min_implied].sort_values(ascending=False).index[:top]
+    if len(strong) < 2:
+        return None
+    rows = df[df["worker"].isin(strong)]
+    side = pd.Series(np.where(rows["label"] == classes[0], 1.0, -1.0), index=rows.index)
+    mean = side.groupby([rows["task"], rows["worker"]]).mean().unstack("worker")
+    worst = None
+    for i, a in enumerate(strong):
+        for b in strong[i + 1 :]:
+            both = mean[[a, b]].dropna()
+            both = both[(both[a] != 0) & (both[b] != 0)]
+            if len(both) < 30:
+                continue
+            agree = float((np.sign(both[a]) == np.sign(both[b])).mean())
+            qa, qb = float(implied[a]), float(implied[b])
+            least = qa * qb + (1 - qa) * (1 - qb)
+            gap = least - agree
+            if gap > max(0.1, 3 * np.sqrt(least * (1 - least) / len(both))) and (
+                worst is None or gap > worst[4]
+            ):
+                worst = [str(a), str(b), agree, least, gap]
+    return worst[:4] if worst else None
 
 
 def on_the_judges_scale(order: pd.Series, average: pd.Series) -> pd.Series:

@@ -319,6 +319,15 @@ def identifiability(
                     f"({', '.join(map(str, leaning[:4]))}): consistency by construction vouches for nothing"
                 )
                 alternatives.append(CHANCE)
+        contradicting = ev.get("consistent_but_contradicting")
+        if contradicting:
+            a, b, agree, least = contradicting
+            reasons.append(
+                f"judges {a} and {b} are each consistent enough to vouch for a side, yet agree on {agree:.0%} of the "
+                f"tasks where their consistency implies at least {least:.0%}: one of them follows something other "
+                "than the truth as consistently, and the votes do not say which"
+            )
+            alternatives.append(CHANCE)
         if ev["agreement_with_mv"].get("ds_position+cwv", 1.0) < 0.5:
             reasons.append(
                 "the consistency reading takes the other side from majority vote: right where most judges are "
