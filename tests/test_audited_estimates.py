@@ -71,7 +71,7 @@ def test_every_number_is_quoted_with_an_interval_that_covers_the_truth(audited, 
     assert estimates["first_share"]["ci"][0] <= first <= estimates["first_share"]["ci"][1]
     # pinned on this seed (the estimator is deterministic given the audit): a change in it shows here
     assert consensus["estimate"] == pytest.approx(0.802150, abs=1e-4)
-    assert consensus["ci"] == pytest.approx([0.701533, 0.902767], abs=1e-4)
+    assert consensus["ci"] == pytest.approx([0.701497, 0.902803], abs=1e-5)
     # the label budget: labels in all for ± 0.03, more than the 50 there are
     budget = summary["label_budget"]
     assert budget["consensus_accuracy"] > 50 and all(n is None or n > 50 for n in budget["judges"].values())
@@ -84,7 +84,7 @@ def test_the_text_names_each_number_its_interval_and_its_budget(audited, capsys)
     printed = capsys.readouterr().out
     assert "estimates from 50 labels and every task's verdicts (prediction-powered" in printed
     line = next(x for x in printed.splitlines() if x.strip().startswith("consensus accuracy:"))
-    assert "[0.702, 0.903] (90 %; labels alone [" in line and "labels in all)" in line
+    assert "[0.701, 0.903] (90 %; labels alone [" in line and "labels in all)" in line
 
 
 def test_fail_under_gates_on_the_interval_s_lower_end(audited, capsys):
@@ -95,7 +95,7 @@ def test_fail_under_gates_on_the_interval_s_lower_end(audited, capsys):
     assert main([*base, "--fail-under", "consensus_accuracy_lo=0.75", "--fail-under", "j4=0.5"]) == 2
     printed = capsys.readouterr().out.splitlines()
     assert (
-        printed[-1] == "gate failed: the 90 % interval's lower end of consensus_accuracy is 0.702, under 0.75"
+        printed[-1] == "gate failed: the 90 % interval's lower end of consensus_accuracy is 0.701, under 0.75"
     )
     assert main([*base, "--fail-under", "consensus_accuracy_lo=0.75", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["gates_failed"]

@@ -212,7 +212,7 @@ def _stratified(y, f, fu, alpha, strata, strata_unlabelled, bounds) -> Estimate:
 
     def form(lam: float) -> tuple[float, float, float]:
         """(estimate, variance, Satterthwaite's degrees of freedom) at λ."""
-        estimate, variance, df = _rectifier(y - lam * f, y, lam * f, strata, names, share, bounds)
+        estimate, variance, df = _rectifier(y - lam * f, lam * f, strata, names, share, bounds)
         for h, s in zip(names, share, strict=True):
             fh = fu[strata_unlabelled == h]
             estimate += s * lam * fh.mean() if len(fh) else 0.0
@@ -244,7 +244,7 @@ def _t_estimate(powered, labels_only, n: int, lam: float, method: str, alpha: fl
     )
 
 
-def _rectifier(residual, y, prediction, strata, names, share, bounds) -> tuple[float, float, float]:
+def _rectifier(residual, prediction, strata, names, share, bounds) -> tuple[float, float, float]:
     """Σ_h W_h mean_h(residual), its variance Σ_h W_h² s̃²_h / n_h with the floors of the module's docstring, and
     Satterthwaite's degrees of freedom for it."""
     pooled = np.var(residual, ddof=1)
@@ -252,13 +252,11 @@ def _rectifier(residual, y, prediction, strata, names, share, bounds) -> tuple[f
     for h, s in zip(names, share, strict=True):
         r = residual[strata == h]
         spread = max(np.var(r, ddof=1) if len(r) > 1 else 0.0, pooled)
-        if len(r) < 2 or np.ptp(y[strata == h]) == 0:
-            # no label in it differs: Agresti–Caffo's pseudo-labels, one Y = 0 and one Y = 1 at the stratum's
-            # mean prediction (a stratum whose labels all agree is not known exactly)
-            centre = prediction[strata == h].mean()
-            spread = max(
-                spread, np.var(np.concatenate([r, [bounds[0] - centre, bounds[1] - centre]]), ddof=1)
-            )
+        # never below Agresti–Caffo's: one pseudo-label Y = 0 and one Y = 1 at the stratum's mean prediction. It
+        # binds where the audit saw no label contradict the predictions (a stratum whose labels all agree, or
+        # saturated posteriors right on every audited task): such a stratum is not known exactly
+        centre = prediction[strata == h].mean()
+        spread = max(spread, np.var(np.concatenate([r, [bounds[0] - centre, bounds[1] - centre]]), ddof=1))
         estimate += s * r.mean()
         terms.append((s**2 * spread / len(r), max(len(r) - 1, 1)))
     variance = sum(t for t, _ in terms)
@@ -293,8 +291,8 @@ def workload_mean(y, f, f_all, weights=None, alpha: float = 0.1, bounds=(0.0, 1.
     strata = np.round(w, 9)
     names = np.unique(strata)
     share = np.array([w[strata == h].sum() for h in names]) / w.sum()
-    rect, sigma2, df = _rectifier(y - lam * f, y, lam * f, strata, names, share, bounds)
-    only = _rectifier(y, y, np.zeros(n), strata, names, share, bounds)
+    rect, sigma2, df = _rectifier(y - lam * f, lam * f, strata, names, share, bounds)
+    only = _rectifier(y, np.zeros(n), strata, names, share, bounds)
     method = "prediction-powered (PPI++" + (f", {len(names)} strata)" if len(names) > 1 else ")")
     return _t_estimate((lam * fa.mean() + rect, sigma2, df), only, n, lam, method, alpha, bounds)
 
@@ -330,7 +328,7 @@ def workload_ratio(a, g, a_f, g_f, a_all, g_all, weights=None, alpha: float = 0.
         return Estimate(labels_ratio, exact, exact, n, float(n), 0.0, "labels only (exact): no variation")
     theta = big_a / big_g
     z = workload_mean(
-        a - theta * g, a_f - theta * g_f, a_all - theta * g_all, weights, alpha, bounds=(-1.0, 1.0)
+        a - theta * g, a_f - theta * g_f, a_all - theta * g_all, weights, alpha, bounds=(-theta, 1.0 - theta)
     )
     if z.method.startswith("labels only"):
         return Estimate(labels_ratio, exact, exact, n, float(n), 0.0, z.method)
