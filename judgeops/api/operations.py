@@ -286,9 +286,8 @@ def _stop_worker(worker: subprocess.Popen | None, grace_s: float = 30) -> None:
         with contextlib.suppress(psutil.NoSuchProcess):
             run.terminate()
     _, alive = psutil.wait_procs(runs, timeout=grace_s)
-    _stop(
-        worker, first_wait_s=2
-    )  # with no run left, the first Ctrl-C only asks it to wait for them (8 s lost)
+    # with no run left, the first Ctrl-C only asks it to wait for them: the second after 2 s, not 8
+    _stop(worker, first_wait_s=2)
     for rest in [*alive, *tree]:  # what did not stop in time, and what a flow run left behind
         with contextlib.suppress(psutil.NoSuchProcess):
             rest.kill()

@@ -86,8 +86,6 @@ def audited_estimates(
             np.where(frame["label"] == str(classes[1]), 1 - truth_first, 0.0),
         ),
         right=(frame["label"] == frame["task"].map(audited)).astype(float),
-    )
-    frame = frame.assign(
         says_first=(frame["label"] == str(classes[0])).astype(float),
         says_second=(frame["label"] == str(classes[1])).astype(float),
     )
@@ -129,13 +127,13 @@ def _error_rates(per_task, labelled, audited, p_first, weights, classes, alpha) 
     itself estimated, from the label-free posterior and the audit)."""
     p = p_first.reindex(per_task.index).to_numpy()
     truth_first = (audited.reindex(labelled) == str(classes[0])).to_numpy(dtype=float)
+    at = per_task.index.get_indexer(labelled)
     out = {}
     for name, member, member_f, wrong in (
         ("fpr", 1.0 - truth_first, 1.0 - p, "first"),
         ("fnr", truth_first, p, "second"),
     ):
         said = per_task[wrong].to_numpy()
-        at = per_task.index.get_indexer(labelled)
         est = workload_ratio(
             member * said[at],
             member,

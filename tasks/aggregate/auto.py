@@ -339,9 +339,8 @@ class AutoAggregator(BinaryAggregator):
         chosen = fits[name]
         self.choice_, self.reason_, self.evidence_, self.candidates_ = name, reason, evidence, fits
         self.scores_, self.scale_ = chosen.scores_, getattr(chosen, "scale_", "rank")
-        if (
-            self.scale_ != "input"
-        ):  # on the judges' scale all the same: the reading's order, the average's values
+        # on the judges' scale all the same: the reading's order, the average's values
+        if self.scale_ != "input":
             self.scores_, self.scale_ = on_the_judges_scale(chosen.scores_, avg.scores_), "input"
             evidence["scores_on_the_judges_scale"] = f"{name}'s order, the judges' average's values (by rank)"
         p = first_class_posterior(chosen, classes, chosen.probas_.index)
@@ -363,9 +362,7 @@ def contradicting_pair(
     strong = implied[implied >= min_implied].sort_values(ascending=False).index[:top]
     if len(strong) < 2:
         return None
-    rows = df[df["worker"].isin(strong)]
-    side = pd.Series(np.where(rows["label"] == classes[0], 1.0, -1.0), index=rows.index)
-    mean = side.groupby([rows["task"], rows["worker"]]).mean().unstack("worker")
+    mean = signed_votes(df[df["worker"].isin(strong)], classes, "mean")
     worst = None
     for i, a in enumerate(strong):
         for b in strong[i + 1 :]:

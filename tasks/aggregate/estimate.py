@@ -80,7 +80,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from judgeops.tasks.aggregate.auto import SCORES, first_class_posterior
+from judgeops.tasks.aggregate.auto import SCORES, VOUCHING_ACCURACY, first_class_posterior
 from judgeops.tasks.aggregate.consistency import order_invariant
 
 Z90 = 1.6448536269514722  # the normal quantile of a two-sided 90 % interval
@@ -271,7 +271,7 @@ def identifiability(
     min_pairs: int = 50,
     max_disagreement: float = 0.15,
     margin: float = 0.05,
-    min_implied_accuracy: float = 0.8,
+    min_implied_accuracy: float = VOUCHING_ACCURACY,
 ) -> Identifiability:
     """Whether the panel a fitted AutoAggregator read can be resolved without labels (module docstring)."""
     ev, cwv = auto.evidence_, auto.candidates_["cwv"]

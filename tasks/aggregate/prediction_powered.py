@@ -38,10 +38,10 @@ drawn by chance where a tenth are wrong; without the floor that stratum would co
 (bench/prediction_powered.py: 0.81 of draws covered on a misleading family at k = 25). The same holds where the
 labels differ but the predictions matched every one of them (saturated posteriors, right on every audited task:
 a judge's interval was 0.001 wide, and random audits covered 0.82-0.85 of draws, before the floor held there
-too; bench/audited_estimates.py). Where the labels do contradict the predictions the floor rarely binds. The interval is Student's
-t at Satterthwaite's degrees of freedom (a stratum of 6 labels has 5, whatever the others have). The floors are
-conservative where strata truly differ: the price of not trusting a few labels about a large stratum. The
-labels-only interval beside it is the same formula at λ = 0.
+too; bench/audited_estimates.py). Where the labels do contradict the predictions the floor rarely binds. The
+interval is Student's t at Satterthwaite's degrees of freedom (a stratum of 6 labels has 5, whatever the others
+have). The floors are conservative where strata truly differ: the price of not trusting a few labels about a
+large stratum. The labels-only interval beside it is the same formula at λ = 0.
 
 What it assumes: the audit was drawn by its stated design before its labels were seen (propose, then label),
 and f was computed without the audited labels. At fewer than `MIN_NORMAL` labels, or where the rectifier shows
